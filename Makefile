@@ -1,0 +1,142 @@
+# vrampool: one flat Makefile (STYLE.md 13).
+#
+#   make                 build/libvrampool.so, build/vrampool, test equipment
+#   make test            install missing deps, build, run every test this machine can run
+#   make demo            the trainer with and without the shim, then the A/B report
+#   make bench           benchmarks (ratios against baselines measured in the same run)
+#   make install PREFIX=/usr/local
+#   make SANITIZE=address,undefined test   sanitizers on the shim's modules and tools too
+#
+# The unit tests are always built with AddressSanitizer and UBSan
+# (UNIT_SANITIZE); the preloaded library is not, since a sanitized preload
+# needs its runtime loaded first by every host program.
+
+CUDA_HOME ?= /usr/local/cuda
+PREFIX    ?= /usr/local
+CC        ?= cc
+B         := build
+
+WARN   := -std=c11 -Wall -Wextra -Wpedantic -Wstrict-prototypes \
+          -Wmissing-prototypes -Wvla -Werror
+OPT    ?= -O2 -g
+CUDAINC := -isystem $(CUDA_HOME)/include
+CUDALIB := -L$(CUDA_HOME)/lib64 -Wl,-rpath-link,$(CUDA_HOME)/lib64
+
+ifdef SANITIZE
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+endif
+UNIT_SANITIZE ?= address,undefined
+UNITSAN := -fsanitize=$(UNIT_SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+CFLAGS_COMMON := $(WARN) $(OPT) -D_GNU_SOURCE -pthread
+
+# ---- the preloaded library -------------------------------------------------
+SHIM_SRC  := $(wildcard shim/*.c)
+CORE_SRC  := $(filter-out shim/interpose.c,$(SHIM_SRC))
+SHIM_OBJ  := $(SHIM_SRC:shim/%.c=$(B)/shim/%.o)
+SHIM_CFLAGS := $(CFLAGS_COMMON) $(CUDAINC) -fPIC -fvisibility=hidden
+
+$(B)/shim/%.o: shim/%.c $(wildcard shim/*.h) | $(B)/shim
+	$(CC) $(SHIM_CFLAGS) -c -o $@ $<
+
+$(B)/libvrampool.so: $(SHIM_OBJ) shim/libvrampool.map
+	$(CC) -shared -fPIC -o $@ $(SHIM_OBJ) -Wl,--version-script=shim/libvrampool.map \
+		-Wl,-z,defs -Wl,-soname,libvrampool.so -pthread -ldl
+
+# ---- the vrampool command ---------------------------------------------------
+TOOL_SRC := $(wildcard analysis/*.c)
+TOOL_OBJ := $(TOOL_SRC:analysis/%.c=$(B)/analysis/%.o)
+
+$(B)/analysis/%.o: analysis/%.c $(wildcard analysis/*.h) | $(B)/analysis
+	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -c -o $@ $<
+
+$(B)/vrampool: $(TOOL_OBJ)
+	$(CC) $(SANFLAGS) -o $@ $(TOOL_OBJ) -lelf -ljansson -lm
+
+# ---- the emulated device (test equipment, never shipped) -------------------
+FAKE_SRC := $(wildcard tests/fakecuda/*.c)
+FAKE_OBJ := $(FAKE_SRC:tests/fakecuda/%.c=$(B)/fakecuda/obj/%.o)
+
+$(B)/fakecuda/obj/%.o: tests/fakecuda/%.c $(wildcard tests/fakecuda/*.h) | $(B)/fakecuda/obj
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(B)/fakecuda/libcudart.so.13: $(FAKE_OBJ) tests/fakecuda/fakecuda.map
+	$(CC) -shared -fPIC -o $@ $(FAKE_OBJ) -Wl,--version-script=tests/fakecuda/fakecuda.map \
+		-Wl,-soname,libcudart.so.13 -Wl,-z,defs -pthread -ldl -lrt
+	ln -sf libcudart.so.13 $(B)/fakecuda/libcuda.so.1
+	ln -sf libcudart.so.13 $(B)/fakecuda/libcudart.so
+	ln -sf libcudart.so.13 $(B)/fakecuda/libcuda.so
+
+# Programs that exercise the emulation are built against the real toolkit,
+# exactly as a user's program is, and run with LD_LIBRARY_PATH=build/fakecuda.
+APP_LDFLAGS := $(CUDALIB) -Wl,-z,now -pthread
+FAKECHECK_SRC := $(wildcard tests/fakecuda/check/*.c)
+FAKECHECK_BIN := $(FAKECHECK_SRC:tests/fakecuda/check/%.c=$(B)/fakecuda/check/%)
+
+$(B)/fakecuda/check/%: tests/fakecuda/check/%.c | $(B)/fakecuda/check
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< $(APP_LDFLAGS) -lcudart -L$(CUDA_HOME)/lib64/stubs -lcuda -lcunit -ldl
+
+# ---- test programs ----------------------------------------------------------
+APP_SRC := $(wildcard tests/apps/*.c)
+APP_BIN := $(APP_SRC:tests/apps/%.c=$(B)/apps/%) $(B)/apps/trainer_ptsz
+
+$(B)/apps/%: tests/apps/%.c | $(B)/apps
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< $(APP_LDFLAGS) -lcudart -lm
+
+$(B)/apps/trainer_ptsz: tests/apps/trainer.c | $(B)/apps
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 \
+		-o $@ $< $(APP_LDFLAGS) -lcudart -lm
+
+# ---- unit tests: the shim's modules linked directly, sanitized --------------
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/unit/%)
+UNIT_OBJ := $(CORE_SRC:shim/%.c=$(B)/unit/obj/%.o)
+UNIT_CFLAGS := $(CFLAGS_COMMON) $(CUDAINC) $(UNITSAN) -Ishim
+
+$(B)/unit/obj/%.o: shim/%.c $(wildcard shim/*.h) | $(B)/unit/obj
+	$(CC) $(UNIT_CFLAGS) -c -o $@ $<
+
+$(B)/unit/%: tests/unit/%.c $(UNIT_OBJ) $(wildcard tests/unit/*.h)
+	$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNIT_OBJ) -lcunit -ldl -lm
+
+# ---- benchmark programs: the shim's modules linked directly, optimised -----
+BENCH_SRC := $(wildcard tests/bench/*.c)
+BENCH_BIN := $(BENCH_SRC:tests/bench/%.c=$(B)/bench/%)
+CORE_OBJ  := $(CORE_SRC:shim/%.c=$(B)/shim/%.o)
+
+$(B)/bench/%: tests/bench/%.c $(CORE_OBJ) | $(B)/bench
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -Ishim -o $@ $< $(CORE_OBJ) -ldl -lm
+
+# ---- top-level targets ------------------------------------------------------
+TARGETS := $(B)/libvrampool.so $(B)/vrampool $(B)/fakecuda/libcudart.so.13 \
+           $(FAKECHECK_BIN) $(APP_BIN) $(UNIT_BIN) $(BENCH_BIN)
+
+all: $(TARGETS)
+
+deps:
+	@CUDA_HOME=$(CUDA_HOME) scripts/deps.sh
+
+test: deps
+	$(MAKE) all
+	CUDA_HOME=$(CUDA_HOME) scripts/test.sh
+
+demo: deps
+	$(MAKE) all
+	CUDA_HOME=$(CUDA_HOME) scripts/demo.sh
+
+bench: deps
+	$(MAKE) all
+	CUDA_HOME=$(CUDA_HOME) scripts/bench.sh
+
+install: $(B)/libvrampool.so $(B)/vrampool
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/vrampool
+	install -m 0755 $(B)/vrampool $(DESTDIR)$(PREFIX)/bin/vrampool
+	install -m 0755 $(B)/libvrampool.so $(DESTDIR)$(PREFIX)/lib/vrampool/libvrampool.so
+
+clean:
+	rm -rf $(B)
+
+$(B)/shim $(B)/analysis $(B)/fakecuda/obj $(B)/fakecuda/check $(B)/apps $(B)/unit/obj $(B)/bench:
+	mkdir -p $@
+
+.PHONY: all deps test demo bench install clean

@@ -1,0 +1,58 @@
+/*
+ * config: every VRAMPOOL_* variable of DESIGN.md, parsed once at start.
+ *
+ * A malformed value is never fatal: config_load prints one line on stderr
+ * naming the variable and what was expected, marks the configuration
+ * invalid, and the shim then runs as a counting pass-through. Parsing is
+ * pure (the environment comes through a getenv-like callback) so the unit
+ * tests drive it without touching the process environment.
+ */
+#ifndef VRAMPOOL_CONFIG_H
+#define VRAMPOOL_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout.h"
+
+enum budget_kind { BUDGET_AUTO, BUDGET_BYTES, BUDGET_SHARE };
+
+struct config {
+	int enabled;            /* VRAMPOOL not off/0, and every value valid */
+	int off;                /* VRAMPOOL=off or 0 asked for pass-through */
+	int invalid;            /* number of malformed variables seen */
+	int has_layout;         /* VRAMPOOL_LAYOUT set and valid */
+	struct layout layout;
+	enum budget_kind budget_kind;
+	uint64_t budget_bytes;  /* BUDGET_BYTES */
+	double budget_share;    /* BUDGET_SHARE, in (0, 1] */
+	uint64_t probe_after;   /* VRAMPOOL_PROBE_AFTER, default 2 (>= 1) */
+	uint64_t reserve_batches; /* default 16 */
+	uint64_t margin;        /* default 512M */
+	uint64_t slab;          /* default 64M; at least 1M */
+	unsigned threads;       /* 0: chosen from the CPU count */
+	char stats_path[4096];  /* empty: no JSON dump; "%p" not yet expanded */
+	int verbose;
+	int quiet;
+};
+
+/*
+ * Parses a size: decimal digits with an optional K, M, G or T suffix (binary
+ * multiples; a trailing "B" or "iB" is accepted: 8G, 8GB, 8GiB). Returns 0
+ * or -EINVAL (empty, junk, zero is allowed, overflow is -ERANGE).
+ */
+int config_parse_size(const char *s, uint64_t *out);
+
+/*
+ * Fills c from the variables returned by get (pass getenv in the shim).
+ * Prints one stderr line per malformed variable, for example
+ *   vrampool: VRAMPOOL_SLAB='12Q': expected a size like 64M; running as pass-through
+ * and returns the number of malformed variables (0 when all are good).
+ * Always leaves c usable: defaults for the bad ones, enabled = 0.
+ */
+int config_load(struct config *c, const char *(*get)(const char *name));
+
+/* Expands "%p" in the stats path with pid into out. Returns 0 or -ENAMETOOLONG. */
+int config_stats_path(const struct config *c, long pid, char *out, size_t len);
+
+#endif

@@ -1,0 +1,125 @@
+/*
+ * stats: the counters of DESIGN.md's stats JSON, the exit summary and the
+ * JSON dump.
+ *
+ * Counters are relaxed atomics in one global struct (stats_global), written
+ * by any thread with stats_add; readers see a consistent-enough snapshot
+ * (each field exact, fields not mutually synchronised). The pool's gauges
+ * (state, budget, bytes, slabs, probe) are set by the pool with stats_set.
+ *
+ * Invariant the rest of the shim maintains and the tests check:
+ *   bytes.requested == bytes.h2d + bytes.served_from_pool
+ *
+ * The dump makes no CUDA call and allocates nothing it could fail on: it is
+ * safe from an atexit handler while the runtime unloads.
+ */
+#ifndef VRAMPOOL_STATS_H
+#define VRAMPOOL_STATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum stat_id {
+	ST_H2D_CALLS,           /* copies.h2d_calls: host-to-device copies seen */
+	ST_MATCHED_CALLS,       /* copies.matched_calls: those the layout matched and the pool handled */
+	ST_PASSTHROUGH_CALLS,   /* copies.passthrough_calls: those forwarded untouched */
+	ST_BYTES_REQUESTED,     /* bytes.requested */
+	ST_BYTES_H2D,           /* bytes.h2d: crossed host-to-device */
+	ST_BYTES_SERVED,        /* bytes.served_from_pool */
+	ST_BYTES_CAPTURED,      /* bytes.captured: copied into slabs */
+	ST_ROWS_SEEN,
+	ST_ROWS_HITS,
+	ST_ROWS_MISSES,
+	ST_ROWS_CAPTURED,
+	ST_ROWS_POOLED,         /* gauge: rows currently in the pool */
+	ST_POOL_BUDGET,         /* gauge */
+	ST_POOL_BYTES,          /* gauge: slab bytes allocated */
+	ST_POOL_SLABS,          /* gauge */
+	ST_POOL_EVICTIONS,      /* slabs evicted */
+	ST_POOL_EVICTED_BYTES,
+	ST_POOL_OOM_RETRIES,    /* program allocations retried after eviction */
+	ST_PROBE_FREE,          /* gauge: cuMemGetInfo free at the probe */
+	ST_PROBE_TOTAL,
+	ST_PROBE_RESERVE,
+	ST_PROBE_MARGIN,
+	ST_TIME_FINGERPRINT_NS,
+	ST_TIME_SHIM_NS,        /* caller's time in the shim on matched copies, less the real calls it forwards */
+	ST_DEVICE_OPS,          /* device operations the pool issued (copies, events, waits) */
+	ST_FALLBACKS,           /* matched copies that fell back to the plain copy after a pool failure */
+	ST_ALLOC_CALLS,         /* program allocations seen */
+	ST_GRAPH_CAPTURE_CALLS, /* copies forwarded because their stream was capturing */
+	ST__COUNT
+};
+
+/* pool.state values, in the JSON as "off", "dormant", "active", "full", "latched". */
+enum pool_state { POOL_OFF, POOL_DORMANT, POOL_ACTIVE, POOL_FULL, POOL_LATCHED };
+
+#define STATS_MAX_SIZES 64
+
+struct stats {
+	_Atomic uint64_t v[ST__COUNT];
+	_Atomic int state;              /* enum pool_state */
+	_Atomic int probe_decided;
+	_Atomic int used;               /* this process made an interposed call */
+	int enabled;                    /* set once at init */
+	char layout[256];               /* set once at init */
+	/* Copy sizes seen, for the layout suggestion: lock-free insert by CAS on size. */
+	_Atomic uint64_t size_key[STATS_MAX_SIZES];
+	_Atomic uint64_t size_calls[STATS_MAX_SIZES];
+	_Atomic uint64_t size_bytes[STATS_MAX_SIZES];
+};
+
+extern struct stats stats_global;
+
+static inline void stats_add(enum stat_id id, uint64_t n)
+{
+	atomic_fetch_add_explicit(&stats_global.v[id], n, memory_order_relaxed);
+}
+
+static inline void stats_sub(enum stat_id id, uint64_t n)
+{
+	atomic_fetch_sub_explicit(&stats_global.v[id], n, memory_order_relaxed);
+}
+
+static inline void stats_set(enum stat_id id, uint64_t n)
+{
+	atomic_store_explicit(&stats_global.v[id], n, memory_order_relaxed);
+}
+
+static inline uint64_t stats_get(enum stat_id id)
+{
+	return atomic_load_explicit(&stats_global.v[id], memory_order_relaxed);
+}
+
+/* Zeroes every counter and sets the fixed fields (fork child, tests). */
+void stats_reset(int enabled, const char *layout);
+
+void stats_set_state(enum pool_state s);
+enum pool_state stats_state(void);
+const char *stats_state_name(enum pool_state s);
+
+/* Records one host-to-device copy of n bytes in the size table (for suggestions). */
+void stats_note_size(uint64_t n);
+
+/* Marks that this process used CUDA through the shim; a process that never did dumps nothing. */
+void stats_mark_used(void);
+
+/* Writes the JSON object of DESIGN.md (one line, newline-terminated) for pid. Returns 0 or -errno. */
+int stats_write_json(FILE *f, long pid);
+
+/*
+ * Writes the human summary (several "vrampool: " lines) to f. With no layout
+ * it suggests VRAMPOOL_LAYOUT candidates from the copy sizes seen, most bytes
+ * first, at most five.
+ */
+void stats_write_summary(FILE *f);
+
+/*
+ * The exit report: once per process, and only when stats_global.used.
+ * Summary on stderr unless quiet; JSON to json_path when non-empty (written
+ * to a temporary file and renamed, so a reader never sees half a dump).
+ */
+void stats_exit_report(int quiet, const char *json_path);
+
+#endif

@@ -1,0 +1,37 @@
+# Helpers for the end-to-end scripts: source it, then call check.
+# Every check prints "PASS: name" or "FAIL: name" (and the failing command's
+# output), which scripts/test.sh counts. Paths are absolute so a check may cd.
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+B=$ROOT/build
+FAKE=$B/fakecuda
+SHIM=$B/libvrampool.so
+TRAINER=$B/apps/trainer
+TRAINER_PTSZ=$B/apps/trainer_ptsz
+VRAMPOOL_BIN=$B/vrampool
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/vrampool-e2e.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+export LD_LIBRARY_PATH=$FAKE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+# check NAME CMD...: runs CMD (a function or a command); exit 0 passes.
+check() {
+	local name=$1; shift
+	local out
+	if out=$("$@" 2>&1); then
+		echo "PASS: $name"
+	else
+		echo "FAIL: $name"
+		printf '%s\n' "$out" | tail -n 25
+	fi
+}
+
+# jget FILE KEY.PATH: prints one value of a JSON file (python3 is a test-only dependency).
+jget() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2].split('.'):
+    v = v[k]
+print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)
+PY
+}
