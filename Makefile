@@ -97,7 +97,7 @@ $(B)/unit/obj/%.o: shim/%.c $(wildcard shim/*.h) | $(B)/unit/obj
 	$(CC) $(UNIT_CFLAGS) -c -o $@ $<
 
 $(B)/unit/%: tests/unit/%.c $(UNIT_OBJ) $(wildcard tests/unit/*.h)
-	$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNIT_OBJ) -lcunit -ldl -lm
+	$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNIT_OBJ) -lcunit -ljansson -ldl -lm
 
 # ---- benchmark programs: the shim's modules linked directly, optimised -----
 BENCH_SRC := $(wildcard tests/bench/*.c)
@@ -140,3 +140,4 @@ $(B)/shim $(B)/analysis $(B)/fakecuda/obj $(B)/fakecuda/check $(B)/apps $(B)/uni
 	mkdir -p $@
 
 .PHONY: all deps test demo bench install clean
+.SECONDARY:

@@ -26,7 +26,7 @@ struct config {
 	enum budget_kind budget_kind;
 	uint64_t budget_bytes;  /* BUDGET_BYTES */
 	double budget_share;    /* BUDGET_SHARE, in (0, 1] */
-	uint64_t probe_after;   /* VRAMPOOL_PROBE_AFTER, default 2 (>= 1) */
+	uint64_t probe_after;   /* VRAMPOOL_PROBE_AFTER, default 2; 0: decide at the first matched copy */
 	uint64_t reserve_batches; /* default 16 */
 	uint64_t margin;        /* default 512M */
 	uint64_t slab;          /* default 64M; at least 1M */
@@ -46,13 +46,16 @@ int config_parse_size(const char *s, uint64_t *out);
 /*
  * Fills c from the variables returned by get (pass getenv in the shim).
  * Prints one stderr line per malformed variable, for example
- *   vrampool: VRAMPOOL_SLAB='12Q': expected a size like 64M; running as pass-through
+ *   vrampool: VRAMPOOL_SLAB='12Q' is not a size (expected e.g. 64M, 1G); running as pass-through
  * and returns the number of malformed variables (0 when all are good).
  * Always leaves c usable: defaults for the bad ones, enabled = 0.
  */
 int config_load(struct config *c, const char *(*get)(const char *name));
 
-/* Expands "%p" in the stats path with pid into out. Returns 0 or -ENAMETOOLONG. */
+/*
+ * Expands every "%p" in the stats path with pid into out; any other '%' is
+ * copied as it is (there is no "%%" escape). Returns 0 or -ENAMETOOLONG.
+ */
 int config_stats_path(const struct config *c, long pid, char *out, size_t len);
 
 #endif

@@ -42,7 +42,7 @@ int layout_parse(struct layout *l, const char *text, char *err, size_t errlen);
  */
 uint64_t layout_match(const struct layout *l, uint64_t n);
 
-/* Returns the largest fixed row size, or whole_min, or 0 for an empty layout. */
+/* Returns the larger of the largest fixed row size and whole_min (when set), or 0 for an empty layout. */
 uint64_t layout_max_row(const struct layout *l);
 
 #endif

@@ -92,7 +92,11 @@ static inline uint64_t stats_get(enum stat_id id)
 	return atomic_load_explicit(&stats_global.v[id], memory_order_relaxed);
 }
 
-/* Zeroes every counter and sets the fixed fields (fork child, tests). */
+/*
+ * Zeroes every counter and the size table, clears used, sets the fixed
+ * fields and the state (dormant when enabled, off otherwise), and re-arms
+ * the once-only exit report (fork child, tests).
+ */
 void stats_reset(int enabled, const char *layout);
 
 void stats_set_state(enum pool_state s);
@@ -119,6 +123,9 @@ void stats_write_summary(FILE *f);
  * The exit report: once per process, and only when stats_global.used.
  * Summary on stderr unless quiet; JSON to json_path when non-empty (written
  * to a temporary file and renamed, so a reader never sees half a dump).
+ * "%p" in json_path is expanded to getpid() as config_stats_path does, so
+ * a raw or an already expanded path both work. A failure to write is one
+ * log line, never fatal.
  */
 void stats_exit_report(int quiet, const char *json_path);
 

@@ -1,0 +1,436 @@
+/*
+ * Unit tests of shim/config: defaults, every variable good and bad, the
+ * single stderr line a bad value costs, VRAMPOOL=off, the size grammar and
+ * the %p expansion of the stats path. The environment is a table handed to
+ * config_load through its getenv-like callback; stderr is captured by
+ * pointing file descriptor 2 at a temporary file.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <CUnit/Basic.h>
+
+#include "config.h"
+#include "log.h"
+
+#define MAX_VARS 16
+
+/* The fake environment: pairs of name and value, NULL-terminated. */
+static const char *env[2 * MAX_VARS + 2];
+
+static const char *fake_getenv(const char *name)
+{
+	int i;
+
+	for (i = 0; env[i] != NULL; i += 2)
+		if (strcmp(env[i], name) == 0)
+			return env[i + 1];
+	return NULL;
+}
+
+/* Sets the fake environment to one variable (name NULL: empty). */
+static void env_one(const char *name, const char *value)
+{
+	memset(env, 0, sizeof(env));
+	env[0] = name;
+	env[1] = value;
+}
+
+/* Adds a variable to the fake environment. */
+static void env_add(const char *name, const char *value)
+{
+	int i;
+
+	for (i = 0; env[i] != NULL; i += 2)
+		;
+	env[i] = name;
+	env[i + 1] = value;
+	env[i + 2] = NULL;
+}
+
+/*
+ * Runs config_load with stderr captured into out. Returns config_load's
+ * result; out holds everything written on file descriptor 2.
+ */
+static int load_captured(struct config *c, char *out, size_t len)
+{
+	FILE *tmp = tmpfile();
+	int saved, rc;
+	size_t n;
+
+	out[0] = '\0';
+	if (tmp == NULL) {
+		CU_FAIL("tmpfile failed");
+		return config_load(c, fake_getenv);
+	}
+	fflush(stderr);
+	saved = dup(STDERR_FILENO);
+	dup2(fileno(tmp), STDERR_FILENO);
+	rc = config_load(c, fake_getenv);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(tmp);
+	n = fread(out, 1, len - 1, tmp);
+	out[n] = '\0';
+	fclose(tmp);
+	return rc;
+}
+
+static int count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s != '\0'; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/*
+ * Loads the fake environment and asserts a bad value: exactly one line on
+ * stderr naming the variable and its value, saying what was expected and
+ * that the run is pass-through; enabled 0, invalid 1.
+ */
+static void expect_bad(struct config *c, const char *name, const char *value, const char *expected)
+{
+	char out[2048], quoted[256];
+	int rc;
+
+	env_one(name, value);
+	rc = load_captured(c, out, sizeof(out));
+	CU_ASSERT_EQUAL(rc, 1);
+	CU_ASSERT_EQUAL(c->invalid, 1);
+	CU_ASSERT_EQUAL(c->enabled, 0);
+	CU_ASSERT_EQUAL(count_lines(out), 1);
+	CU_ASSERT(strncmp(out, "vrampool: ", 10) == 0);
+	snprintf(quoted, sizeof(quoted), "%s='%s'", name, value);
+	CU_ASSERT(strstr(out, quoted) != NULL);
+	CU_ASSERT(strstr(out, expected) != NULL);
+	CU_ASSERT(strstr(out, "pass-through") != NULL);
+	if (count_lines(out) != 1 || strstr(out, quoted) == NULL || strstr(out, expected) == NULL)
+		fprintf(stdout, "\n  for %s='%s' stderr was: %s", name, value, out);
+}
+
+/* Loads the fake environment and asserts it is good and silent. */
+static void expect_good(struct config *c, const char *name, const char *value)
+{
+	char out[2048];
+
+	env_one(name, value);
+	CU_ASSERT_EQUAL(load_captured(c, out, sizeof(out)), 0);
+	CU_ASSERT_EQUAL(c->invalid, 0);
+	CU_ASSERT_STRING_EQUAL(out, "");
+}
+
+static void assert_defaults(const struct config *c)
+{
+	CU_ASSERT_EQUAL(c->budget_kind, BUDGET_AUTO);
+	CU_ASSERT_EQUAL(c->probe_after, 2);
+	CU_ASSERT_EQUAL(c->reserve_batches, 16);
+	CU_ASSERT_EQUAL(c->margin, 512ULL << 20);
+	CU_ASSERT_EQUAL(c->slab, 64ULL << 20);
+	CU_ASSERT_EQUAL(c->threads, 0);
+	CU_ASSERT_EQUAL(c->has_layout, 0);
+	CU_ASSERT_STRING_EQUAL(c->stats_path, "");
+}
+
+static void test_defaults(void)
+{
+	struct config c;
+	char out[256];
+
+	env_one(NULL, NULL);
+	CU_ASSERT_EQUAL(load_captured(&c, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "");
+	CU_ASSERT_EQUAL(c.enabled, 1);
+	CU_ASSERT_EQUAL(c.off, 0);
+	CU_ASSERT_EQUAL(c.invalid, 0);
+	CU_ASSERT_EQUAL(c.verbose, 0);
+	CU_ASSERT_EQUAL(c.quiet, 0);
+	assert_defaults(&c);
+}
+
+static void test_empty_is_unset(void)
+{
+	static const char *const names[] = {
+		"VRAMPOOL", "VRAMPOOL_LAYOUT", "VRAMPOOL_BUDGET", "VRAMPOOL_PROBE_AFTER",
+		"VRAMPOOL_RESERVE_BATCHES", "VRAMPOOL_MARGIN", "VRAMPOOL_SLAB", "VRAMPOOL_THREADS",
+		"VRAMPOOL_STATS", "VRAMPOOL_VERBOSE", "VRAMPOOL_QUIET",
+	};
+	struct config c;
+	size_t i;
+
+	env[0] = NULL;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		env_add(names[i], "");
+	{
+		char out[256];
+
+		CU_ASSERT_EQUAL(load_captured(&c, out, sizeof(out)), 0);
+		CU_ASSERT_STRING_EQUAL(out, "");
+	}
+	CU_ASSERT_EQUAL(c.enabled, 1);
+	assert_defaults(&c);
+}
+
+static void test_switch(void)
+{
+	struct config c;
+
+	expect_good(&c, "VRAMPOOL", "on");
+	CU_ASSERT(c.enabled && !c.off);
+	expect_good(&c, "VRAMPOOL", "1");
+	CU_ASSERT(c.enabled && !c.off);
+	expect_good(&c, "VRAMPOOL", "off");
+	CU_ASSERT(!c.enabled && c.off);
+	expect_good(&c, "VRAMPOOL", "0");
+	CU_ASSERT(!c.enabled && c.off);
+	expect_bad(&c, "VRAMPOOL", "yes", "expected on, off, 1 or 0");
+	CU_ASSERT_EQUAL(c.off, 0);
+}
+
+static void test_layout_var(void)
+{
+	struct config c;
+
+	expect_good(&c, "VRAMPOOL_LAYOUT", "u8:3x224x224");
+	CU_ASSERT_EQUAL(c.enabled, 1);
+	CU_ASSERT_EQUAL(c.has_layout, 1);
+	CU_ASSERT_EQUAL(c.layout.rows[0], 150528);
+	expect_bad(&c, "VRAMPOOL_LAYOUT", "f8:3x3", "expected u8");
+	CU_ASSERT_EQUAL(c.has_layout, 0);
+	CU_ASSERT_EQUAL(c.layout.nrows, 0);
+	expect_bad(&c, "VRAMPOOL_LAYOUT", "whole:1M,whole:2M", "at most one whole:MIN");
+}
+
+static void test_budget(void)
+{
+	struct config c;
+
+	expect_good(&c, "VRAMPOOL_BUDGET", "auto");
+	CU_ASSERT_EQUAL(c.budget_kind, BUDGET_AUTO);
+	expect_good(&c, "VRAMPOOL_BUDGET", "8G");
+	CU_ASSERT_EQUAL(c.budget_kind, BUDGET_BYTES);
+	CU_ASSERT_EQUAL(c.budget_bytes, 8ULL << 30);
+	expect_good(&c, "VRAMPOOL_BUDGET", "50%");
+	CU_ASSERT_EQUAL(c.budget_kind, BUDGET_SHARE);
+	CU_ASSERT_DOUBLE_EQUAL(c.budget_share, 0.5, 1e-12);
+	expect_good(&c, "VRAMPOOL_BUDGET", "100%");
+	CU_ASSERT_DOUBLE_EQUAL(c.budget_share, 1.0, 1e-12);
+	expect_good(&c, "VRAMPOOL_BUDGET", "12.5%");
+	CU_ASSERT_DOUBLE_EQUAL(c.budget_share, 0.125, 1e-12);
+	expect_bad(&c, "VRAMPOOL_BUDGET", "0%", "a share like 50%");
+	CU_ASSERT_EQUAL(c.budget_kind, BUDGET_AUTO);
+	expect_bad(&c, "VRAMPOOL_BUDGET", "101%", "a share like 50%");
+	expect_bad(&c, "VRAMPOOL_BUDGET", "50%%", "expected auto");
+	expect_bad(&c, "VRAMPOOL_BUDGET", "%", "expected auto");
+	expect_bad(&c, "VRAMPOOL_BUDGET", "0", "a size like 8G");
+	expect_bad(&c, "VRAMPOOL_BUDGET", "lots", "a size like 8G");
+	CU_ASSERT_EQUAL(c.budget_kind, BUDGET_AUTO);
+}
+
+static void test_counts(void)
+{
+	struct config c;
+
+	expect_good(&c, "VRAMPOOL_PROBE_AFTER", "1");
+	CU_ASSERT_EQUAL(c.probe_after, 1);
+	expect_good(&c, "VRAMPOOL_PROBE_AFTER", "100");
+	CU_ASSERT_EQUAL(c.probe_after, 100);
+	expect_good(&c, "VRAMPOOL_PROBE_AFTER", "0");
+	CU_ASSERT_EQUAL(c.probe_after, 0);
+	expect_bad(&c, "VRAMPOOL_PROBE_AFTER", "-1", "integer >= 0");
+	expect_bad(&c, "VRAMPOOL_PROBE_AFTER", "2x", "integer >= 0");
+	expect_bad(&c, "VRAMPOOL_PROBE_AFTER", "99999999999999999999999", "integer >= 0");
+
+	expect_good(&c, "VRAMPOOL_RESERVE_BATCHES", "0");
+	CU_ASSERT_EQUAL(c.reserve_batches, 0);
+	expect_good(&c, "VRAMPOOL_RESERVE_BATCHES", "4");
+	CU_ASSERT_EQUAL(c.reserve_batches, 4);
+	expect_bad(&c, "VRAMPOOL_RESERVE_BATCHES", "four", "integer >= 0");
+	CU_ASSERT_EQUAL(c.reserve_batches, 16);
+
+	expect_good(&c, "VRAMPOOL_THREADS", "1");
+	CU_ASSERT_EQUAL(c.threads, 1);
+	expect_good(&c, "VRAMPOOL_THREADS", "256");
+	CU_ASSERT_EQUAL(c.threads, 256);
+	expect_bad(&c, "VRAMPOOL_THREADS", "0", "from 1 to 256");
+	CU_ASSERT_EQUAL(c.threads, 0);
+	expect_bad(&c, "VRAMPOOL_THREADS", "257", "from 1 to 256");
+	expect_bad(&c, "VRAMPOOL_THREADS", " 4", "from 1 to 256");
+}
+
+static void test_sizes(void)
+{
+	struct config c;
+
+	expect_good(&c, "VRAMPOOL_MARGIN", "0");
+	CU_ASSERT_EQUAL(c.margin, 0);
+	expect_good(&c, "VRAMPOOL_MARGIN", "1G");
+	CU_ASSERT_EQUAL(c.margin, 1ULL << 30);
+	expect_bad(&c, "VRAMPOOL_MARGIN", "1Gb", "is not a size (expected e.g. 64M, 1G)");
+	CU_ASSERT_EQUAL(c.margin, 512ULL << 20);
+
+	expect_good(&c, "VRAMPOOL_SLAB", "1M");
+	CU_ASSERT_EQUAL(c.slab, 1ULL << 20);
+	expect_good(&c, "VRAMPOOL_SLAB", "16G");
+	CU_ASSERT_EQUAL(c.slab, 16ULL << 30);
+	expect_bad(&c, "VRAMPOOL_SLAB", "12Q", "is not a size (expected e.g. 64M, 1G)");
+	CU_ASSERT_EQUAL(c.slab, 64ULL << 20);
+	expect_bad(&c, "VRAMPOOL_SLAB", "1023K", "from 1M to 16G");
+	expect_bad(&c, "VRAMPOOL_SLAB", "17G", "from 1M to 16G");
+}
+
+static void test_stats_and_flags(void)
+{
+	char longpath[5000];
+	struct config c;
+
+	expect_good(&c, "VRAMPOOL_STATS", "/tmp/vp-%p.json");
+	CU_ASSERT_STRING_EQUAL(c.stats_path, "/tmp/vp-%p.json");
+	memset(longpath, 'a', sizeof(longpath) - 1);
+	longpath[sizeof(longpath) - 1] = '\0';
+	{
+		char out[2048];
+
+		env_one("VRAMPOOL_STATS", longpath);
+		CU_ASSERT_EQUAL(load_captured(&c, out, sizeof(out)), 1);
+		CU_ASSERT_EQUAL(count_lines(out), 1);
+		CU_ASSERT(strstr(out, "VRAMPOOL_STATS=") != NULL);
+		CU_ASSERT(strstr(out, "expected a path") != NULL);
+		CU_ASSERT(strlen(out) < 300);	/* the value is shortened in the line */
+		CU_ASSERT_STRING_EQUAL(c.stats_path, "");
+	}
+
+	expect_good(&c, "VRAMPOOL_VERBOSE", "1");
+	CU_ASSERT_EQUAL(c.verbose, 1);
+	CU_ASSERT_EQUAL(log_is_verbose(), 1);
+	expect_good(&c, "VRAMPOOL_VERBOSE", "0");
+	CU_ASSERT_EQUAL(log_is_verbose(), 0);
+	expect_bad(&c, "VRAMPOOL_VERBOSE", "yes", "expected 0 or 1");
+	CU_ASSERT_EQUAL(c.verbose, 0);
+	expect_good(&c, "VRAMPOOL_QUIET", "1");
+	CU_ASSERT_EQUAL(c.quiet, 1);
+	expect_bad(&c, "VRAMPOOL_QUIET", "2", "expected 0 or 1");
+	CU_ASSERT_EQUAL(c.quiet, 0);
+}
+
+static void test_flags_hold_when_others_are_bad(void)
+{
+	struct config c;
+	char out[2048];
+
+	env_one("VRAMPOOL_SLAB", "huge");
+	env_add("VRAMPOOL_VERBOSE", "1");
+	env_add("VRAMPOOL_QUIET", "1");
+	env_add("VRAMPOOL_LAYOUT", "u8:0");
+	CU_ASSERT_EQUAL(load_captured(&c, out, sizeof(out)), 2);
+	CU_ASSERT_EQUAL(count_lines(out), 2);
+	CU_ASSERT_EQUAL(c.invalid, 2);
+	CU_ASSERT_EQUAL(c.enabled, 0);
+	CU_ASSERT_EQUAL(c.verbose, 1);
+	CU_ASSERT_EQUAL(c.quiet, 1);
+	CU_ASSERT_EQUAL(log_is_verbose(), 1);
+	log_set_verbose(0);
+}
+
+static void test_off_with_layout(void)
+{
+	struct config c;
+	char out[256];
+
+	env_one("VRAMPOOL", "off");
+	env_add("VRAMPOOL_LAYOUT", "3072");
+	CU_ASSERT_EQUAL(load_captured(&c, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "");
+	CU_ASSERT_EQUAL(c.enabled, 0);
+	CU_ASSERT_EQUAL(c.off, 1);
+	CU_ASSERT_EQUAL(c.invalid, 0);
+	CU_ASSERT_EQUAL(c.has_layout, 1);
+}
+
+static void test_value_is_one_line(void)
+{
+	struct config c;
+	char out[2048];
+
+	env_one("VRAMPOOL_SLAB", "1\nvrampool: forged");
+	CU_ASSERT_EQUAL(load_captured(&c, out, sizeof(out)), 1);
+	CU_ASSERT_EQUAL(count_lines(out), 1);
+	CU_ASSERT(strstr(out, "'1?vrampool: forged'") != NULL);
+}
+
+static void test_parse_size(void)
+{
+	static const struct { const char *s; uint64_t v; } good[] = {
+		{ "0", 0 }, { "12", 12 }, { "4K", 4096 }, { "4k", 4096 }, { "64M", 64ULL << 20 },
+		{ "8G", 8ULL << 30 }, { "8GB", 8ULL << 30 }, { "8GiB", 8ULL << 30 },
+		{ "2T", 2ULL << 40 }, { "100B", 100 },
+		{ "18446744073709551615", UINT64_MAX },
+	};
+	static const char *const bad[] = { "", "K", "-1", "+1", " 1", "1 ", "1.5G", "1X", "1KB2", "1iB", "0x10" };
+	size_t i;
+	uint64_t v;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		v = 7;
+		CU_ASSERT_EQUAL(config_parse_size(good[i].s, &v), 0);
+		CU_ASSERT_EQUAL(v, good[i].v);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CU_ASSERT_EQUAL(config_parse_size(bad[i], &v), -EINVAL);
+	CU_ASSERT_EQUAL(config_parse_size("18446744073709551616", &v), -ERANGE);
+	CU_ASSERT_EQUAL(config_parse_size("16777216T", &v), -ERANGE);
+}
+
+static void test_stats_path_expansion(void)
+{
+	struct config c;
+	char out[64];
+
+	memset(&c, 0, sizeof(c));
+	strcpy(c.stats_path, "/tmp/s-%p-%p.json");
+	CU_ASSERT_EQUAL(config_stats_path(&c, 4242, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "/tmp/s-4242-4242.json");
+	strcpy(c.stats_path, "/tmp/100%-%d%");
+	CU_ASSERT_EQUAL(config_stats_path(&c, 1, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "/tmp/100%-%d%");
+	strcpy(c.stats_path, "/tmp/%p");
+	CU_ASSERT_EQUAL(config_stats_path(&c, 123456, out, 11), -ENAMETOOLONG);
+	CU_ASSERT_EQUAL(config_stats_path(&c, 123456, out, 12), 0);
+	CU_ASSERT_STRING_EQUAL(out, "/tmp/123456");
+	strcpy(c.stats_path, "/tmp/abcdefgh");
+	CU_ASSERT_EQUAL(config_stats_path(&c, 1, out, 13), -ENAMETOOLONG);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	int failures;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	s = CU_add_suite("config", NULL, NULL);
+	CU_add_test(s, "with nothing set the defaults of DESIGN.md hold", test_defaults);
+	CU_add_test(s, "an empty value counts as unset", test_empty_is_unset);
+	CU_add_test(s, "VRAMPOOL takes on, off, 1 and 0, and off is silent pass-through", test_switch);
+	CU_add_test(s, "VRAMPOOL_LAYOUT is parsed and a bad one is reported", test_layout_var);
+	CU_add_test(s, "VRAMPOOL_BUDGET takes auto, a size or a share", test_budget);
+	CU_add_test(s, "the count variables take integers in their ranges", test_counts);
+	CU_add_test(s, "VRAMPOOL_MARGIN and VRAMPOOL_SLAB take sizes in their ranges", test_sizes);
+	CU_add_test(s, "VRAMPOOL_STATS, VRAMPOOL_VERBOSE and VRAMPOOL_QUIET are read", test_stats_and_flags);
+	CU_add_test(s, "verbose and quiet hold when other variables are bad",
+		    test_flags_hold_when_others_are_bad);
+	CU_add_test(s, "VRAMPOOL=off with a layout is pass-through without complaint", test_off_with_layout);
+	CU_add_test(s, "a value with a newline cannot forge a second line", test_value_is_one_line);
+	CU_add_test(s, "sizes take binary suffixes and refuse junk and overflow", test_parse_size);
+	CU_add_test(s, "%p in the stats path becomes the pid and nothing else changes",
+		    test_stats_path_expansion);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failures = (int)CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return failures ? 1 : 0;
+}
