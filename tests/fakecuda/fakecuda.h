@@ -1,0 +1,283 @@
+/*
+ * fakecuda.h: the internal contract of the emulated CUDA device.
+ *
+ * One shared object (soname libcudart.so.13, also reached as libcuda.so.1)
+ * emulates the CUDA runtime and driver on the host, strictly enough that a
+ * program which forgets a wait, reads device memory from the host or relies
+ * on luck fails. The modules:
+ *
+ *   core.c     configuration, devices and their memory arenas, the host
+ *              memory registry (pinned, managed), counters, the exit report,
+ *              fault injection, fork handling.
+ *   stream.c   streams (one worker thread each), events, stream capture and
+ *              graphs, the copy engine.
+ *   runtime.c  the cuda* entry points (per-thread last error).
+ *   driver.c   the cu* entry points and cuGetProcAddress.
+ *
+ * Invariants: one global mutex (fc.lock) guards every structure below;
+ * workers never hold it while they copy or sleep. Device addresses handed to
+ * the program lie in a no-access mapping; only workers touch device bytes,
+ * through a second read-write mapping of the same memfd (fc_dev_rw).
+ * Inside the emulation, functions return 0 or a negative errno; runtime.c
+ * and driver.c convert to cudaError_t / CUresult (fc_rt_err, fc_drv_err).
+ */
+#ifndef FAKECUDA_H
+#define FAKECUDA_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#define FC_API __attribute__((visibility("default")))
+#define FC_MAX_DEV 16
+#define FC_ALIGN 256
+
+/* What a host or device address is, as far as the emulation knows. */
+enum fc_mem_kind {
+	FC_PAGEABLE = 0, /* ordinary host memory, read or written at call time */
+	FC_PINNED,       /* cudaHostAlloc, cudaMallocHost, cudaHostRegister */
+	FC_DEVICE,       /* inside a device arena: no host access */
+	FC_MANAGED,      /* cudaMallocManaged: host-visible, counted as device */
+};
+
+/* Ground-truth counters; every field is read without the lock. */
+struct fc_counters {
+	atomic_ullong h2d_bytes, h2d_calls;
+	atomic_ullong d2d_bytes, d2d_calls;
+	atomic_ullong d2h_bytes, d2h_calls;
+	atomic_ullong h2h_bytes, h2h_calls;
+	atomic_ullong memset_bytes, memset_calls;
+	atomic_ullong alloc_bytes, peak_alloc, alloc_calls, free_calls;
+	atomic_ullong oom_errors, injected_faults;
+	atomic_ullong graph_nodes_captured, graph_launches;
+};
+
+/* An allocated extent of a device arena, [off, off + size). */
+struct fc_block {
+	size_t off;
+	size_t size;
+	size_t asked;
+};
+
+/* The primary context of a device (CUcontext). */
+struct CUctx_st {
+	int dev;
+	int refs;
+};
+
+struct fc_device {
+	int fd;
+	char *none_base; /* addresses handed out; PROT_NONE */
+	char *rw_base;   /* the workers' view of the same bytes */
+	size_t cap;
+	size_t used;     /* arena blocks plus managed memory of this device */
+	struct fc_block *blocks; /* sorted by offset */
+	size_t nblocks, blocks_cap;
+	struct CUstream_st *legacy;
+	struct CUctx_st ctx;
+};
+
+/* A host range known to the emulation (pinned or managed). */
+struct fc_hostrange {
+	struct fc_hostrange *next;
+	char *base;
+	size_t size;
+	enum fc_mem_kind kind;
+	int dev;        /* managed: the device it is counted against */
+	int owned;      /* mapped by us (cudaHostAlloc, managed), unmap on free */
+};
+
+struct fc_config {
+	size_t mem;
+	int devices;
+	unsigned jitter_us;
+	double h2d_gbps, d2d_gbps;
+	unsigned call_us;
+};
+
+struct fc_state {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;     /* broadcast on every enqueue and completion */
+	int inited;
+	int is_child;            /* this process is a fork() child */
+	int used;                /* the API was called in this process */
+	unsigned gen;            /* bumped in a fork child: invalidates TLS */
+	struct fc_config cfg;
+	struct fc_device dev[FC_MAX_DEV];
+	struct fc_hostrange *hosts;
+	struct CUstream_st *streams; /* every stream ever created, live or not */
+	int driver_inited;
+};
+
+extern struct fc_state fc;
+extern struct fc_counters fc_cnt;
+
+/* Per-thread state: current context, per-thread default streams. */
+struct fc_tls {
+	unsigned gen;
+	struct CUctx_st *ctx;
+	int dev;
+	struct CUstream_st *pts[FC_MAX_DEV];
+	cudaError_t last_error;
+};
+
+/* ---- core.c ---- */
+
+/* Initialises the emulation on first use (reads the environment). */
+void fc_init(void);
+/* Returns the calling thread's state, reset if it predates a fork. */
+struct fc_tls *fc_tls_get(void);
+/* Counts a call of the API function NAME, spins FAKECUDA_CALL_US, and
+ * returns 1 when FAKECUDA_FAIL says this call must fail. */
+int fc_api_enter(const char *name);
+/* Classifies [p, p+n): returns the kind; for FC_DEVICE checks that the range
+ * lies inside one allocation (else -EINVAL), sets *dev when not NULL. */
+int fc_mem_classify(const void *p, size_t n, int *dev);
+/* Translates a device address to the workers' view; other addresses are
+ * returned unchanged. Takes no lock. */
+void *fc_dev_rw(const void *p);
+/* Device memory: 0 or -ENOMEM / -EINVAL. */
+int fc_dev_alloc(int dev, size_t size, void **out);
+int fc_dev_free(const void *p);
+void fc_dev_meminfo(int dev, size_t *free_b, size_t *total);
+/* Host memory registry. */
+int fc_host_alloc(size_t size, void **out);
+int fc_host_free(void *p);
+int fc_host_register(void *p, size_t size);
+int fc_host_unregister(void *p);
+int fc_managed_alloc(int dev, size_t size, void **out);
+/* Looks up the registered host range holding p, or NULL (lock held). */
+struct fc_hostrange *fc_host_find_locked(const void *p);
+/* Looks up the device block holding p: 0 and base/size, or -ENOENT. */
+int fc_dev_block(const void *p, int *dev, void **base, size_t *size);
+/* Current device of the calling thread (its context's device). */
+int fc_cur_dev(void);
+void fc_alloc_account(long long delta);
+
+/* ---- stream.c ---- */
+
+struct CUstream_st;
+struct CUevent_st;
+/* Resolves a stream handle (0, 0x1, 0x2, or created): 0 or -EBADF. PTSZ
+ * says handle 0 means the per-thread default stream. */
+int fc_stream_resolve(void *handle, int ptsz, struct CUstream_st **out);
+int fc_stream_create(int dev, unsigned flags, int prio, struct CUstream_st **out);
+int fc_stream_destroy(struct CUstream_st *s);
+int fc_stream_sync(struct CUstream_st *s);
+int fc_stream_query(struct CUstream_st *s);
+/* Sets *flags and returns the stream's device. */
+int fc_stream_flags(struct CUstream_st *s, unsigned *flags);
+int fc_stream_is_legacy(struct CUstream_st *s);
+int fc_stream_wait_event(struct CUstream_st *s, struct CUevent_st *e);
+int fc_device_sync(int dev);
+/* Copies n bytes. kind: a cudaMemcpyKind (cudaMemcpyDefault infers).
+ * SYNC: the caller waits for completion. */
+int fc_copy(void *dst, const void *src, size_t n, int kind,
+	    struct CUstream_st *s, int sync);
+int fc_memset(void *dst, int value, size_t n, struct CUstream_st *s, int sync);
+int fc_free_async(void *p, struct CUstream_st *s);
+int fc_hostfn(struct CUstream_st *s, void (*fn)(void *), void *arg);
+int fc_event_create(unsigned flags, struct CUevent_st **out);
+int fc_event_check(struct CUevent_st *e);
+int fc_event_destroy(struct CUevent_st *e);
+int fc_event_record(struct CUevent_st *e, struct CUstream_st *s);
+int fc_event_query(struct CUevent_st *e);
+int fc_event_sync(struct CUevent_st *e);
+int fc_event_elapsed(float *ms, struct CUevent_st *a, struct CUevent_st *b);
+int fc_capture_begin(struct CUstream_st *s);
+int fc_capture_end(struct CUstream_st *s, struct CUgraph_st **out);
+/* 0 none, 1 active, 2 invalidated; *id the capture id when active. */
+int fc_capture_status(struct CUstream_st *s, unsigned long long *id,
+		      struct CUgraph_st **graph);
+int fc_graph_instantiate(struct CUgraph_st *g, struct CUgraphExec_st **out);
+int fc_graph_destroy(struct CUgraph_st *g);
+int fc_graph_exec_destroy(struct CUgraphExec_st *x);
+int fc_graph_launch(struct CUgraphExec_st *x, struct CUstream_st *s);
+/* Forgets every stream after fork() in the child (lock held). */
+void fc_stream_forget(void);
+
+/* ---- driver.c ---- */
+
+/* Finds a driver entry point by base name (cuMemAlloc), CUDA version and
+ * cuGetProcAddress flags: 0, -ENOENT, or -ERANGE (version too old). */
+int fc_proc_lookup(const char *sym, int version, unsigned long long flags, void **pfn);
+
+/* ---- the entry points nvcc-built programs import (no public header) ---- */
+FC_API void **__cudaRegisterFatBinary(void *fatCubin);
+FC_API void __cudaRegisterFatBinaryEnd(void **handle);
+FC_API void __cudaUnregisterFatBinary(void **handle);
+FC_API void __cudaRegisterFunction(void **handle, const char *hostFun,
+				   char *deviceFun, const char *deviceName,
+				   int thread_limit, uint3 *tid, uint3 *bid,
+				   dim3 *bDim, dim3 *gDim, int *wSize);
+FC_API void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress,
+			      const char *deviceName, int ext, size_t size,
+			      int constant, int global);
+FC_API void __cudaRegisterManagedVar(void **handle, void **hostVarPtrAddress,
+				     char *deviceAddress, const char *deviceName,
+				     int ext, size_t size, int constant, int global);
+FC_API char __cudaInitModule(void **handle);
+FC_API cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *func);
+FC_API cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+				      void **args, size_t sharedMem, cudaStream_t stream);
+FC_API cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+					   void **args, size_t sharedMem, cudaStream_t stream);
+FC_API unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim,
+					    size_t sharedMem, void *stream);
+FC_API cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim,
+					      size_t *sharedMem, void *stream);
+
+/* ---- the per-thread-default-stream variants (declared only under
+ * CUDA_API_PER_THREAD_DEFAULT_STREAM in the real headers) ---- */
+FC_API cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
+FC_API cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count);
+FC_API cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream);
+FC_API cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count, cudaStream_t stream);
+FC_API cudaError_t cudaMemcpyBatchAsync_ptsz(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream);
+FC_API cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream);
+FC_API cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
+FC_API cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
+FC_API cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
+FC_API cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int *flags);
+FC_API cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t hStream, int *device);
+FC_API cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
+FC_API cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
+FC_API cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream, unsigned int flags);
+FC_API cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+FC_API cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph);
+FC_API cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus);
+FC_API cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out, unsigned long long *id_out, cudaGraph_t *graph_out, const cudaGraphNode_t **dependencies_out, const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out);
+FC_API cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream);
+FC_API cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream);
+FC_API cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData);
+FC_API cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus);
+FC_API cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus);
+
+FC_API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount);
+FC_API CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount);
+FC_API CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount);
+FC_API CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
+FC_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream);
+FC_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream);
+FC_API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream);
+FC_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream);
+FC_API CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream);
+FC_API CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream);
+FC_API CUresult cuStreamQuery_ptsz(CUstream hStream);
+FC_API CUresult cuStreamSynchronize_ptsz(CUstream hStream);
+FC_API CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags);
+FC_API CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream);
+FC_API CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus);
+FC_API CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out);
+FC_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
+FC_API CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
+
+/* ---- test-only hooks (version node FAKECUDA) ---- */
+FC_API unsigned long long fakecuda_counter(const char *name);
+FC_API int fakecuda_write_report(const char *path);
+
+#endif

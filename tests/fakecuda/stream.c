@@ -1,0 +1,958 @@
+/*
+ * stream.c: streams, events, stream capture and graphs of the emulated
+ * device, and the copy engine.
+ *
+ * Every stream is a FIFO of operations run by its own worker thread; no copy
+ * ever runs on the calling thread (synchronous calls enqueue, then wait).
+ * An operation carries dependencies, (stream, sequence number) pairs, and
+ * runs only once each named stream has completed that many operations. The
+ * legacy default stream and cudaStreamWaitEvent are both expressed this way:
+ * an operation on the legacy stream depends on the last operation enqueued
+ * on every blocking stream of its device, and an operation on a blocking
+ * stream depends on the last legacy operation. Stream structures are never
+ * freed, so a destroyed handle stays recognisable (invalid resource handle).
+ */
+#include "fakecuda.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum fc_op_kind { OP_COPY, OP_MEMSET, OP_EVENT, OP_NOP, OP_FREE, OP_HOSTFN };
+enum fc_dir { DIR_H2D, DIR_D2H, DIR_D2D, DIR_H2H };
+
+struct fc_dep {
+	struct CUstream_st *s;
+	uint64_t seq;
+};
+
+struct fc_op {
+	struct fc_op *next;
+	enum fc_op_kind kind;
+	uint64_t seq;
+	struct fc_dep *deps;
+	size_t ndeps, depcap;
+	void *dst;
+	const void *src;
+	size_t n;
+	int value;
+	enum fc_dir dir;
+	void *staging;
+	struct CUevent_st *ev;
+	void (*fn)(void *);
+	void *arg;
+};
+
+struct CUstream_st {
+	struct CUstream_st *all_next;
+	int dev;
+	unsigned flags;
+	int prio;
+	int legacy;
+	int destroyed;
+	uint64_t submitted, completed;
+	struct fc_op *head, *tail;
+	unsigned seed;
+	int capturing;           /* 0 none, 1 active */
+	unsigned long long capture_id;
+	struct CUgraph_st *graph;
+};
+
+#define EV_BUCKETS 1024
+
+struct CUevent_st {
+	struct CUevent_st *hnext;
+	unsigned flags;
+	struct CUstream_st *rec_stream;
+	uint64_t rec_seq;
+	int ts_valid;
+	struct timespec ts;
+	int pending;
+	int destroyed;
+};
+
+struct fc_node {
+	enum fc_op_kind kind;
+	void *dst;
+	const void *src;
+	size_t n;
+	int value;
+	enum fc_dir dir;
+};
+
+#define GRAPH_MAGIC 0x47524150u
+#define EXEC_MAGIC 0x45584543u
+
+struct CUgraph_st {
+	unsigned magic;
+	struct fc_node *nodes;
+	size_t n, cap;
+};
+
+struct CUgraphExec_st {
+	unsigned magic;
+	struct fc_node *nodes;
+	size_t n;
+};
+
+static struct CUevent_st *ev_buckets[EV_BUCKETS];
+static unsigned long long capture_ids;
+static pthread_key_t pts_key;
+static pthread_once_t pts_once = PTHREAD_ONCE_INIT;
+
+static unsigned ev_hash(const void *p)
+{
+	return (unsigned)(((uintptr_t)p >> 4) % EV_BUCKETS);
+}
+
+void fc_stream_forget(void)
+{
+	memset(ev_buckets, 0, sizeof(ev_buckets));
+	capture_ids = 0;
+}
+
+/* ---- operations ---- */
+
+static int op_add_dep(struct fc_op *op, struct CUstream_st *s, uint64_t seq)
+{
+	if (op->ndeps == op->depcap) {
+		size_t ncap = op->depcap ? op->depcap * 2 : 4;
+		struct fc_dep *nd = realloc(op->deps, ncap * sizeof(*nd));
+
+		if (!nd)
+			return -ENOMEM;
+		op->deps = nd;
+		op->depcap = ncap;
+	}
+	op->deps[op->ndeps].s = s;
+	op->deps[op->ndeps].seq = seq;
+	op->ndeps++;
+	return 0;
+}
+
+static void op_free(struct fc_op *op)
+{
+	free(op->staging);
+	free(op->deps);
+	free(op);
+}
+
+static int deps_done_locked(const struct fc_op *op)
+{
+	size_t i;
+
+	for (i = 0; i < op->ndeps; i++)
+		if (op->deps[i].s->completed < op->deps[i].seq)
+			return 0;
+	return 1;
+}
+
+static void sleep_ns(double ns)
+{
+	struct timespec t;
+
+	if (ns <= 0)
+		return;
+	t.tv_sec = (time_t)(ns / 1e9);
+	t.tv_nsec = (long)(ns - (double)t.tv_sec * 1e9);
+	nanosleep(&t, NULL);
+}
+
+/* Runs one operation on the worker, without the lock. */
+static void op_run(struct CUstream_st *s, struct fc_op *op)
+{
+	double gbps = 0;
+
+	if (fc.cfg.jitter_us)
+		sleep_ns((double)(rand_r(&s->seed) % (fc.cfg.jitter_us + 1)) * 1000.0);
+	switch (op->kind) {
+	case OP_COPY:
+		gbps = op->dir == DIR_D2D ? fc.cfg.d2d_gbps
+		       : op->dir == DIR_H2H ? 0 : fc.cfg.h2d_gbps;
+		if (gbps > 0)
+			sleep_ns((double)op->n / gbps);
+		memcpy(fc_dev_rw(op->dst), fc_dev_rw(op->staging ? op->staging : op->src), op->n);
+		break;
+	case OP_MEMSET:
+		memset(fc_dev_rw(op->dst), op->value, op->n);
+		break;
+	case OP_FREE:
+		fc_dev_free(op->dst);
+		break;
+	case OP_HOSTFN:
+		op->fn(op->arg);
+		break;
+	case OP_EVENT:
+	case OP_NOP:
+		break;
+	}
+}
+
+/* Completes an event record (lock held); frees a destroyed event. */
+static void event_done_locked(struct CUstream_st *s, struct fc_op *op)
+{
+	struct CUevent_st *e = op->ev;
+
+	e->pending--;
+	if (e->destroyed) {
+		if (!e->pending)
+			free(e);
+		return;
+	}
+	if (e->rec_stream == s && e->rec_seq == op->seq) {
+		clock_gettime(CLOCK_MONOTONIC, &e->ts);
+		e->ts_valid = 1;
+	}
+}
+
+static void *stream_worker(void *arg)
+{
+	struct CUstream_st *s = arg;
+	struct fc_op *op;
+
+	pthread_mutex_lock(&fc.lock);
+	for (;;) {
+		op = s->head;
+		if (!op && s->destroyed)
+			break;
+		if (!op || !deps_done_locked(op)) {
+			pthread_cond_wait(&fc.cond, &fc.lock);
+			continue;
+		}
+		pthread_mutex_unlock(&fc.lock);
+		op_run(s, op);
+		pthread_mutex_lock(&fc.lock);
+		if (op->kind == OP_EVENT)
+			event_done_locked(s, op);
+		s->head = op->next;
+		if (!s->head)
+			s->tail = NULL;
+		s->completed = op->seq;
+		pthread_cond_broadcast(&fc.cond);
+		op_free(op);
+	}
+	pthread_mutex_unlock(&fc.lock);
+	return NULL;
+}
+
+/* Enqueues op on s (lock held), adding the legacy-stream dependencies.
+ * Returns the op's sequence number. */
+static uint64_t submit_locked(struct CUstream_st *s, struct fc_op *op)
+{
+	struct CUstream_st *t;
+
+	if (s->legacy) {
+		for (t = fc.streams; t; t = t->all_next) {
+			if (t == s || t->legacy || t->dev != s->dev ||
+			    (t->flags & cudaStreamNonBlocking))
+				continue;
+			if (t->submitted > t->completed)
+				op_add_dep(op, t, t->submitted);
+		}
+	} else if (!(s->flags & cudaStreamNonBlocking)) {
+		t = fc.dev[s->dev].legacy;
+		if (t && t->submitted > t->completed)
+			op_add_dep(op, t, t->submitted);
+	}
+	op->seq = ++s->submitted;
+	op->next = NULL;
+	if (s->tail)
+		s->tail->next = op;
+	else
+		s->head = op;
+	s->tail = op;
+	pthread_cond_broadcast(&fc.cond);
+	return op->seq;
+}
+
+static void wait_seq_locked(struct CUstream_st *s, uint64_t seq)
+{
+	while (s->completed < seq)
+		pthread_cond_wait(&fc.cond, &fc.lock);
+}
+
+/* ---- streams ---- */
+
+/* Creates a stream and its worker (lock held). */
+static int stream_new_locked(int dev, unsigned flags, int prio, int legacy,
+			     struct CUstream_st **out)
+{
+	struct CUstream_st *s = calloc(1, sizeof(*s));
+	pthread_attr_t attr;
+	pthread_t th;
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	s->dev = dev;
+	s->flags = flags;
+	s->prio = prio;
+	s->legacy = legacy;
+	s->seed = (unsigned)(uintptr_t)s ^ (unsigned)time(NULL);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	err = -pthread_create(&th, &attr, stream_worker, s);
+	pthread_attr_destroy(&attr);
+	if (err) {
+		free(s);
+		return err;
+	}
+	s->all_next = fc.streams;
+	fc.streams = s;
+	*out = s;
+	return 0;
+}
+
+int fc_stream_create(int dev, unsigned flags, int prio, struct CUstream_st **out)
+{
+	int err;
+
+	if (dev < 0 || dev >= fc.cfg.devices)
+		return -ENODEV;
+	if (flags & ~(unsigned)cudaStreamNonBlocking)
+		return -EINVAL;
+	pthread_mutex_lock(&fc.lock);
+	err = stream_new_locked(dev, flags, prio, 0, out);
+	pthread_mutex_unlock(&fc.lock);
+	return err;
+}
+
+/* Destroys the calling thread's per-thread streams when it exits. */
+static void pts_destructor(void *v)
+{
+	struct fc_tls *t = v;
+	int d;
+
+	if (t->gen != fc.gen)
+		return;
+	for (d = 0; d < FC_MAX_DEV; d++) {
+		if (t->pts[d])
+			fc_stream_destroy(t->pts[d]);
+		t->pts[d] = NULL;
+	}
+}
+
+static void pts_key_init(void)
+{
+	pthread_key_create(&pts_key, pts_destructor);
+}
+
+int fc_stream_resolve(void *handle, int ptsz, struct CUstream_st **out)
+{
+	uintptr_t h = (uintptr_t)handle;
+	struct CUstream_st *s;
+	struct fc_tls *t;
+	int dev, err = 0;
+
+	pthread_mutex_lock(&fc.lock);
+	if (h == 0 && ptsz)
+		h = 2;
+	if (h == 0 || h == 1 || h == 2) {
+		dev = fc_cur_dev();
+		if (dev < 0 || dev >= fc.cfg.devices) {
+			err = -ENODEV;
+			goto out_unlock;
+		}
+		if (h == 2) {
+			t = fc_tls_get();
+			if (!t->pts[dev]) {
+				err = stream_new_locked(dev, 0, 0, 0, &t->pts[dev]);
+				pthread_once(&pts_once, pts_key_init);
+				pthread_setspecific(pts_key, t);
+			}
+			*out = t->pts[dev];
+			goto out_unlock;
+		}
+		if (!fc.dev[dev].legacy)
+			err = stream_new_locked(dev, 0, 0, 1, &fc.dev[dev].legacy);
+		*out = fc.dev[dev].legacy;
+		goto out_unlock;
+	}
+	err = -EBADF;
+	for (s = fc.streams; s; s = s->all_next) {
+		if (s == handle) {
+			if (!s->destroyed && !s->legacy) {
+				*out = s;
+				err = 0;
+			}
+			break;
+		}
+	}
+out_unlock:
+	pthread_mutex_unlock(&fc.lock);
+	return err;
+}
+
+int fc_stream_destroy(struct CUstream_st *s)
+{
+	pthread_mutex_lock(&fc.lock);
+	s->destroyed = 1;
+	pthread_cond_broadcast(&fc.cond);
+	pthread_mutex_unlock(&fc.lock);
+	return 0;
+}
+
+int fc_stream_flags(struct CUstream_st *s, unsigned *flags)
+{
+	*flags = s->flags;
+	return s->dev;
+}
+
+int fc_stream_is_legacy(struct CUstream_st *s)
+{
+	return s->legacy;
+}
+
+int fc_stream_sync(struct CUstream_st *s)
+{
+	struct fc_op *op;
+	int err = 0;
+
+	pthread_mutex_lock(&fc.lock);
+	if (s->capturing) {
+		err = -EPERM;
+		goto out_unlock;
+	}
+	if (s->legacy) {
+		/* A marker picks up the implicit waits on blocking streams. */
+		op = calloc(1, sizeof(*op));
+		if (!op) {
+			err = -ENOMEM;
+			goto out_unlock;
+		}
+		op->kind = OP_NOP;
+		wait_seq_locked(s, submit_locked(s, op));
+		goto out_unlock;
+	}
+	wait_seq_locked(s, s->submitted);
+out_unlock:
+	pthread_mutex_unlock(&fc.lock);
+	return err;
+}
+
+int fc_stream_query(struct CUstream_st *s)
+{
+	int err;
+
+	pthread_mutex_lock(&fc.lock);
+	if (s->capturing)
+		err = -EPERM;
+	else
+		err = s->completed == s->submitted ? 0 : -EAGAIN;
+	pthread_mutex_unlock(&fc.lock);
+	return err;
+}
+
+int fc_device_sync(int dev)
+{
+	struct CUstream_st *s;
+
+	pthread_mutex_lock(&fc.lock);
+	for (s = fc.streams; s; s = s->all_next)
+		if (s->dev == dev)
+			wait_seq_locked(s, s->submitted);
+	pthread_mutex_unlock(&fc.lock);
+	return 0;
+}
+
+/* ---- copies ---- */
+
+static void count_copy(enum fc_dir dir, size_t n)
+{
+	switch (dir) {
+	case DIR_H2D:
+		atomic_fetch_add(&fc_cnt.h2d_calls, 1);
+		atomic_fetch_add(&fc_cnt.h2d_bytes, n);
+		break;
+	case DIR_D2H:
+		atomic_fetch_add(&fc_cnt.d2h_calls, 1);
+		atomic_fetch_add(&fc_cnt.d2h_bytes, n);
+		break;
+	case DIR_D2D:
+		atomic_fetch_add(&fc_cnt.d2d_calls, 1);
+		atomic_fetch_add(&fc_cnt.d2d_bytes, n);
+		break;
+	case DIR_H2H:
+		atomic_fetch_add(&fc_cnt.h2h_calls, 1);
+		atomic_fetch_add(&fc_cnt.h2h_bytes, n);
+		break;
+	}
+}
+
+static int graph_add_locked(struct CUgraph_st *g, const struct fc_op *op)
+{
+	struct fc_node *nd;
+
+	if (g->n == g->cap) {
+		size_t ncap = g->cap ? g->cap * 2 : 16;
+
+		nd = realloc(g->nodes, ncap * sizeof(*nd));
+		if (!nd)
+			return -ENOMEM;
+		g->nodes = nd;
+		g->cap = ncap;
+	}
+	nd = &g->nodes[g->n++];
+	nd->kind = op->kind;
+	nd->dst = op->dst;
+	nd->src = op->src;
+	nd->n = op->n;
+	nd->value = op->value;
+	nd->dir = op->dir;
+	atomic_fetch_add(&fc_cnt.graph_nodes_captured, 1);
+	return 0;
+}
+
+/* Enqueues a copy or memset op, or records it when s is capturing. STAGE
+ * is a private copy of a pageable source, used only when not capturing. */
+static int enqueue_data_op(struct CUstream_st *s, struct fc_op *op, int sync)
+{
+	uint64_t seq;
+	int err = 0;
+
+	pthread_mutex_lock(&fc.lock);
+	if (s->capturing) {
+		err = graph_add_locked(s->graph, op);
+		pthread_mutex_unlock(&fc.lock);
+		op_free(op);
+		return err;
+	}
+	if (op->kind == OP_COPY) {
+		count_copy(op->dir, op->n);
+	} else {
+		atomic_fetch_add(&fc_cnt.memset_calls, 1);
+		atomic_fetch_add(&fc_cnt.memset_bytes, op->n);
+	}
+	seq = submit_locked(s, op);
+	if (sync)
+		wait_seq_locked(s, seq);
+	pthread_mutex_unlock(&fc.lock);
+	return err;
+}
+
+int fc_copy(void *dst, const void *src, size_t n, int kind,
+	    struct CUstream_st *s, int sync)
+{
+	struct fc_op *op;
+	int sk, dk, sdev, ddev;
+
+	if (!n)
+		return 0;
+	if (!dst || !src)
+		return -EINVAL;
+	sk = fc_mem_classify(src, n, NULL);
+	dk = fc_mem_classify(dst, n, NULL);
+	if (sk < 0 || dk < 0)
+		return -EINVAL;
+	sdev = sk == FC_DEVICE || sk == FC_MANAGED;
+	ddev = dk == FC_DEVICE || dk == FC_MANAGED;
+	switch (kind) {
+	case cudaMemcpyHostToHost:
+		if (sk == FC_DEVICE || dk == FC_DEVICE)
+			return -EINVAL;
+		break;
+	case cudaMemcpyHostToDevice:
+		if (sk == FC_DEVICE || !ddev)
+			return -EINVAL;
+		break;
+	case cudaMemcpyDeviceToHost:
+		if (!sdev || dk == FC_DEVICE)
+			return -EINVAL;
+		break;
+	case cudaMemcpyDeviceToDevice:
+		if (!sdev || !ddev)
+			return -EINVAL;
+		break;
+	case cudaMemcpyDefault:
+		break;
+	default:
+		return -EINVAL;
+	}
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	op->kind = OP_COPY;
+	op->dst = dst;
+	op->src = src;
+	op->n = n;
+	op->dir = sdev ? (ddev ? DIR_D2D : DIR_D2H) : (ddev ? DIR_H2D : DIR_H2H);
+	if (sk == FC_PAGEABLE && !s->capturing) {
+		/* A pageable source is read now, as the real runtime stages it. */
+		op->staging = malloc(n);
+		if (!op->staging) {
+			op_free(op);
+			return -ENOMEM;
+		}
+		memcpy(op->staging, src, n);
+	}
+	if (dk == FC_PAGEABLE)
+		sync = 1;
+	return enqueue_data_op(s, op, sync);
+}
+
+int fc_memset(void *dst, int value, size_t n, struct CUstream_st *s, int sync)
+{
+	struct fc_op *op;
+	int dk;
+
+	if (!n)
+		return 0;
+	dk = fc_mem_classify(dst, n, NULL);
+	if (dk != FC_DEVICE && dk != FC_MANAGED)
+		return -EINVAL;
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	op->kind = OP_MEMSET;
+	op->dst = dst;
+	op->n = n;
+	op->value = value;
+	return enqueue_data_op(s, op, sync);
+}
+
+/* Enqueues a non-data operation (lock not held); refused while capturing. */
+static int enqueue_simple(struct CUstream_st *s, struct fc_op *op)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&fc.lock);
+	if (s->capturing) {
+		err = -ENOTSUP;
+		op_free(op);
+	} else {
+		submit_locked(s, op);
+	}
+	pthread_mutex_unlock(&fc.lock);
+	return err;
+}
+
+int fc_free_async(void *p, struct CUstream_st *s)
+{
+	struct fc_op *op;
+	void *base;
+	size_t size;
+	int dev;
+
+	if (fc_dev_block(p, &dev, &base, &size) < 0 || base != p)
+		return -EINVAL;
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	op->kind = OP_FREE;
+	op->dst = p;
+	return enqueue_simple(s, op);
+}
+
+int fc_hostfn(struct CUstream_st *s, void (*fn)(void *), void *arg)
+{
+	struct fc_op *op;
+
+	if (!fn)
+		return -EINVAL;
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	op->kind = OP_HOSTFN;
+	op->fn = fn;
+	op->arg = arg;
+	return enqueue_simple(s, op);
+}
+
+/* ---- events ---- */
+
+int fc_event_create(unsigned flags, struct CUevent_st **out)
+{
+	struct CUevent_st *e;
+	unsigned b;
+
+	if (flags & ~(unsigned)(cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess))
+		return -EINVAL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->flags = flags;
+	b = ev_hash(e);
+	pthread_mutex_lock(&fc.lock);
+	e->hnext = ev_buckets[b];
+	ev_buckets[b] = e;
+	pthread_mutex_unlock(&fc.lock);
+	*out = e;
+	return 0;
+}
+
+static int event_live_locked(struct CUevent_st *e)
+{
+	struct CUevent_st *x;
+
+	for (x = ev_buckets[ev_hash(e)]; x; x = x->hnext)
+		if (x == e)
+			return 1;
+	return 0;
+}
+
+int fc_event_check(struct CUevent_st *e)
+{
+	int live;
+
+	pthread_mutex_lock(&fc.lock);
+	live = e && event_live_locked(e);
+	pthread_mutex_unlock(&fc.lock);
+	return live ? 0 : -EBADF;
+}
+
+int fc_event_destroy(struct CUevent_st *e)
+{
+	struct CUevent_st **pp;
+	int err = -EBADF;
+
+	pthread_mutex_lock(&fc.lock);
+	for (pp = &ev_buckets[ev_hash(e)]; *pp; pp = &(*pp)->hnext) {
+		if (*pp == e) {
+			*pp = e->hnext;
+			e->destroyed = 1;
+			if (!e->pending)
+				free(e);
+			err = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&fc.lock);
+	return err;
+}
+
+int fc_event_record(struct CUevent_st *e, struct CUstream_st *s)
+{
+	struct fc_op *op = calloc(1, sizeof(*op));
+	int err = 0;
+
+	if (!op)
+		return -ENOMEM;
+	op->kind = OP_EVENT;
+	op->ev = e;
+	pthread_mutex_lock(&fc.lock);
+	if (!event_live_locked(e)) {
+		err = -EBADF;
+		op_free(op);
+	} else if (s->capturing) {
+		op_free(op); /* a capture-internal dependency: nothing to run */
+	} else {
+		e->pending++;
+		e->rec_stream = s;
+		e->ts_valid = 0;
+		e->rec_seq = submit_locked(s, op);
+	}
+	pthread_mutex_unlock(&fc.lock);
+	return err;
+}
+
+int fc_event_query(struct CUevent_st *e)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&fc.lock);
+	if (!event_live_locked(e))
+		err = -EBADF;
+	else if (e->rec_stream && e->rec_stream->completed < e->rec_seq)
+		err = -EAGAIN;
+	pthread_mutex_unlock(&fc.lock);
+	return err;
+}
+
+int fc_event_sync(struct CUevent_st *e)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&fc.lock);
+	if (!event_live_locked(e))
+		err = -EBADF;
+	else if (e->rec_stream)
+		wait_seq_locked(e->rec_stream, e->rec_seq);
+	pthread_mutex_unlock(&fc.lock);
+	return err;
+}
+
+int fc_event_elapsed(float *ms, struct CUevent_st *a, struct CUevent_st *b)
+{
+	int err = 0;
+
+	if (!ms)
+		return -EINVAL;
+	pthread_mutex_lock(&fc.lock);
+	if (!event_live_locked(a) || !event_live_locked(b) ||
+	    ((a->flags | b->flags) & cudaEventDisableTiming) ||
+	    !a->rec_stream || !b->rec_stream) {
+		err = -EBADF;
+	} else if (!a->ts_valid || !b->ts_valid) {
+		err = -EAGAIN;
+	} else {
+		*ms = (float)((double)(b->ts.tv_sec - a->ts.tv_sec) * 1e3 +
+			      (double)(b->ts.tv_nsec - a->ts.tv_nsec) / 1e6);
+	}
+	pthread_mutex_unlock(&fc.lock);
+	return err;
+}
+
+int fc_stream_wait_event(struct CUstream_st *s, struct CUevent_st *e)
+{
+	struct fc_op *op;
+	int err = 0;
+
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	op->kind = OP_NOP;
+	pthread_mutex_lock(&fc.lock);
+	if (!event_live_locked(e)) {
+		err = -EBADF;
+		op_free(op);
+	} else if (!e->rec_stream || s->capturing) {
+		op_free(op); /* never recorded: a no-op, as documented */
+	} else {
+		if (e->rec_stream != s)
+			err = op_add_dep(op, e->rec_stream, e->rec_seq);
+		if (err)
+			op_free(op);
+		else
+			submit_locked(s, op);
+	}
+	pthread_mutex_unlock(&fc.lock);
+	return err;
+}
+
+/* ---- capture and graphs ---- */
+
+int fc_capture_begin(struct CUstream_st *s)
+{
+	struct CUgraph_st *g;
+	int err = 0;
+
+	if (s->legacy)
+		return -EPERM;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->magic = GRAPH_MAGIC;
+	pthread_mutex_lock(&fc.lock);
+	if (s->capturing) {
+		err = -EPERM;
+		free(g);
+	} else {
+		s->capturing = 1;
+		s->capture_id = ++capture_ids;
+		s->graph = g;
+	}
+	pthread_mutex_unlock(&fc.lock);
+	return err;
+}
+
+int fc_capture_end(struct CUstream_st *s, struct CUgraph_st **out)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&fc.lock);
+	if (!s->capturing) {
+		err = -EPERM;
+	} else {
+		*out = s->graph;
+		s->graph = NULL;
+		s->capturing = 0;
+	}
+	pthread_mutex_unlock(&fc.lock);
+	return err;
+}
+
+int fc_capture_status(struct CUstream_st *s, unsigned long long *id,
+		      struct CUgraph_st **graph)
+{
+	int st;
+
+	pthread_mutex_lock(&fc.lock);
+	st = s->capturing;
+	if (id)
+		*id = st ? s->capture_id : 0;
+	if (graph)
+		*graph = st ? s->graph : NULL;
+	pthread_mutex_unlock(&fc.lock);
+	return st;
+}
+
+int fc_graph_instantiate(struct CUgraph_st *g, struct CUgraphExec_st **out)
+{
+	struct CUgraphExec_st *x;
+
+	if (!g || g->magic != GRAPH_MAGIC)
+		return -EBADF;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->magic = EXEC_MAGIC;
+	x->n = g->n;
+	x->nodes = malloc((g->n ? g->n : 1) * sizeof(*x->nodes));
+	if (!x->nodes) {
+		free(x);
+		return -ENOMEM;
+	}
+	memcpy(x->nodes, g->nodes, g->n * sizeof(*x->nodes));
+	*out = x;
+	return 0;
+}
+
+int fc_graph_destroy(struct CUgraph_st *g)
+{
+	if (!g || g->magic != GRAPH_MAGIC)
+		return -EBADF;
+	g->magic = 0;
+	free(g->nodes);
+	g->nodes = NULL;
+	free(g);
+	return 0;
+}
+
+int fc_graph_exec_destroy(struct CUgraphExec_st *x)
+{
+	if (!x || x->magic != EXEC_MAGIC)
+		return -EBADF;
+	x->magic = 0;
+	free(x->nodes);
+	x->nodes = NULL;
+	free(x);
+	return 0;
+}
+
+/* Replays the recorded copies on s; sources are read when each runs. */
+int fc_graph_launch(struct CUgraphExec_st *x, struct CUstream_st *s)
+{
+	struct fc_op *op;
+	size_t i;
+	int err = 0;
+
+	if (!x || x->magic != EXEC_MAGIC)
+		return -EBADF;
+	pthread_mutex_lock(&fc.lock);
+	if (s->capturing) {
+		err = -ENOTSUP;
+		goto out_unlock;
+	}
+	for (i = 0; i < x->n; i++) {
+		op = calloc(1, sizeof(*op));
+		if (!op) {
+			err = -ENOMEM;
+			break;
+		}
+		op->kind = x->nodes[i].kind;
+		op->dst = x->nodes[i].dst;
+		op->src = x->nodes[i].src;
+		op->n = x->nodes[i].n;
+		op->value = x->nodes[i].value;
+		op->dir = x->nodes[i].dir;
+		if (op->kind == OP_COPY)
+			count_copy(op->dir, op->n);
+		submit_locked(s, op);
+	}
+	atomic_fetch_add(&fc_cnt.graph_launches, 1);
+out_unlock:
+	pthread_mutex_unlock(&fc.lock);
+	return err;
+}
