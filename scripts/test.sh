@@ -18,7 +18,7 @@ failures=()
 # run_cunit NAME CMD...: runs a CUnit binary and adds its "tests" row.
 run_cunit() {
 	local name=$1; shift
-	local log="$LOGDIR/$name.log"
+	local log="$LOGDIR/${name//\//_}.log"
 	echo "== $name"
 	"$@" >"$log" 2>&1
 	local rc=$?

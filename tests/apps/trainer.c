@@ -1,0 +1,1202 @@
+/*
+ * trainer: a training-style data-loading program, the main test vehicle of
+ * vrampool.
+ *
+ * It builds a seeded dataset of N random samples (R bytes of data and an
+ * 8-byte label each, some of them byte-copies of others when --dup asks),
+ * and for every epoch reshuffles it (Fisher-Yates), assembles batches of B
+ * samples into a ring of D staging buffers, uploads each batch with ONE
+ * host-to-device copy of its rows and one of its labels into a ring of device
+ * buffers, and finally reads every batch back and compares each byte with
+ * what the sample order says. It is written in plain C11 against the
+ * documented CUDA runtime API only, so the same binary runs on the emulated
+ * device (LD_LIBRARY_PATH=build/fakecuda), on a real GPU, and with
+ * libvrampool.so preloaded into it.
+ *
+ * Ordering rules it relies on, all documented CUDA semantics:
+ *  - a staging slot is refilled only after the event recorded behind the
+ *    copies that read it has completed (a pinned source is read when the copy
+ *    runs, not when it is issued);
+ *  - a device slot is reused only after the batch it holds has been read back
+ *    and its stream synchronised; the device ring is twice as deep as the
+ *    staging ring, so the event wait above is really needed;
+ *  - the readback is stream-ordered after the upload on the same stream
+ *    (or, with --sync, both are cudaMemcpy on the default stream).
+ *
+ * Exit status: 0 every byte verified, 1 a mismatch, 2 a bad option,
+ * 3 a CUDA error (the call and cudaGetErrorName are printed).
+ */
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define TRAINER_LABEL 8
+
+/* What a run can end with; the values are the process exit statuses. */
+enum trainer_status {
+	TRAINER_OK = 0,
+	TRAINER_MISMATCH = 1,
+	TRAINER_USAGE = 2,
+	TRAINER_CUDA = 3,
+};
+
+/* The stream kinds a run can put its copies on (--stream). */
+enum trainer_stream_mode {
+	TRAINER_STREAM_LEGACY,
+	TRAINER_STREAM_PTDS,
+	TRAINER_STREAM_NONBLOCKING,
+	TRAINER_STREAM_MULTI,
+	TRAINER_STREAM_THREADS,
+};
+
+/* Device allocation entry points for --alloc-api. */
+enum trainer_alloc_api {
+	TRAINER_ALLOC_MALLOC,
+	TRAINER_ALLOC_ASYNC,
+	TRAINER_ALLOC_MANAGED,
+	TRAINER_ALLOC_PITCH,
+};
+
+/* The counter hook of the emulated device, when it is loaded. */
+typedef unsigned long long trainer_counter_fn(const char *name);
+
+/* One staging buffer on the host and the event behind the copies reading it. */
+struct trainer_slot {
+	unsigned char *data;
+	unsigned char *labels;
+	cudaEvent_t copied;
+	int used;
+};
+
+/* One device batch buffer and the batch it holds until it is verified. */
+struct trainer_devslot {
+	void *data;
+	void *labels;
+	cudaStream_t stream;
+	size_t batch;
+	size_t count;
+	int pending;
+};
+
+struct trainer;
+
+/*
+ * A worker uploads and verifies a share of the batches: the only one in most
+ * modes, one per host thread with --stream threads. It owns its rings, its
+ * streams and its readback buffer; its counters are summed per epoch.
+ */
+struct trainer_worker {
+	struct trainer *trainer;
+	unsigned index;
+	cudaStream_t *streams;
+	unsigned nstreams;
+	int owns_streams;
+	struct trainer_slot *slots;
+	struct trainer_devslot *devslots;
+	unsigned char *check_data;
+	unsigned char *check_labels;
+	size_t sequence;
+	unsigned long long rows;
+	unsigned long long bytes;
+	unsigned long long copies;
+	enum trainer_status status;
+};
+
+/* The whole run: options, dataset, the epoch's sample order and workers. */
+struct trainer {
+	/* Options. */
+	size_t samples;
+	size_t row;
+	size_t batch;
+	unsigned epochs;
+	int pinned;
+	uint64_t seed;
+	unsigned ring;
+	enum trainer_stream_mode mode;
+	unsigned nstreams;
+	unsigned nthreads;
+	int sync;
+	enum cudaMemcpyKind h2d_kind;
+	enum cudaMemcpyKind d2h_kind;
+	unsigned dup_pct;
+	int drop_last;
+	size_t alloc_bytes;
+	unsigned alloc_epoch;
+	enum trainer_alloc_api alloc_api;
+	int device;
+	int quiet;
+	int corrupt_check;
+
+	/* Dataset and per-epoch state. */
+	uint64_t rng;
+	unsigned char *data;
+	unsigned char *labels;
+	size_t *order;
+	size_t unique;
+	size_t nbatches;
+	unsigned epoch;
+	void *alloc_ptr;
+	struct trainer_worker *workers;
+	unsigned nworkers;
+	atomic_int stop;
+	atomic_int corrupted;
+	trainer_counter_fn *counter;
+
+	/* Totals. */
+	unsigned long long rows;
+	unsigned long long bytes;
+	unsigned long long copies;
+	unsigned long long device_h2d;
+};
+
+static const char trainer_usage_line[] =
+	"usage: trainer [--samples N] [--row R] [--batch B] [--epochs E]\n"
+	"               [--pinned|--pageable] [--seed S] [--ring D]\n"
+	"               [--stream legacy|ptds|nonblocking|multi|threads]\n"
+	"               [--streams K] [--threads T] [--sync]\n"
+	"               [--copy-api explicit|memcpy-default] [--dup PCT]\n"
+	"               [--partial|--drop-last] [--alloc-mid BYTES[@EPOCH]]\n"
+	"               [--alloc-api malloc|async|managed|pitch] [--device I]\n"
+	"               [--quiet] [--help]\n";
+
+static const char trainer_help_text[] =
+	"\n"
+	"A training-style loader: per epoch a seeded reshuffle, batches assembled\n"
+	"into a staging ring, one host-to-device copy of the rows and one of the\n"
+	"labels per batch, then every byte read back and verified.\n"
+	"\n"
+	"  --samples N     samples in the dataset (1000)\n"
+	"  --row R         bytes of data per sample (3072); each also has 8 label bytes\n"
+	"  --batch B       samples per batch (64)\n"
+	"  --epochs E      epochs (3)\n"
+	"  --pinned        dataset, staging and readback in cudaHostAlloc memory (default)\n"
+	"  --pageable      ... in malloc memory\n"
+	"  --seed S        seed of the dataset and the shuffles (1)\n"
+	"  --ring D        staging ring depth (4); the device ring is 2*D deep\n"
+	"  --stream MODE   legacy (stream 0), ptds (cudaStreamPerThread), nonblocking,\n"
+	"                  multi (--streams K, round-robin), threads (--threads T host\n"
+	"                  threads, each with a non-blocking stream)\n"
+	"  --streams K     streams for --stream multi (2)\n"
+	"  --threads T     host threads for --stream threads (2)\n"
+	"  --sync          cudaMemcpy instead of cudaMemcpyAsync (modes legacy, ptds,\n"
+	"                  threads; each worker then uses the default stream)\n"
+	"  --copy-api A    explicit kinds (default) or memcpy-default (cudaMemcpyDefault)\n"
+	"  --dup PCT       share of samples that are byte-copies of other samples (0)\n"
+	"  --partial       keep the last partial batch when B does not divide N (default)\n"
+	"  --drop-last     drop it instead\n"
+	"  --alloc-mid BYTES[@EPOCH]  at the start of EPOCH (1-based, default 2)\n"
+	"                  allocate BYTES of device memory, prove it usable, keep it\n"
+	"  --alloc-api A   malloc (default), async, managed or pitch\n"
+	"  --device I      cudaSetDevice(I) (0)\n"
+	"  --quiet         no dataset and epoch lines\n"
+	"\n"
+	"stdout: 'epoch E rows R bytes B seconds S [device_h2d D]' per epoch, then\n"
+	"'total rows R bytes B copies C [device_h2d D]' and 'verified OK'.\n"
+	"Exit: 0 verified, 1 mismatch, 2 bad option, 3 CUDA error.\n";
+
+/* Advances the splitmix64 generator at *state and returns its next value. */
+static uint64_t trainer_rng_next(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* Returns a uniform value below bound (bound > 0), without modulo bias. */
+static uint64_t trainer_rng_below(uint64_t *state, uint64_t bound)
+{
+	uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
+	uint64_t v;
+
+	do
+		v = trainer_rng_next(state);
+	while (v >= limit);
+	return v % bound;
+}
+
+/* Fills n bytes at p from the generator. */
+static void trainer_rng_fill(uint64_t *state, unsigned char *p, size_t n)
+{
+	while (n > 0) {
+		uint64_t v = trainer_rng_next(state);
+		size_t k = n < sizeof(v) ? n : sizeof(v);
+
+		memcpy(p, &v, k);
+		p += k;
+		n -= k;
+	}
+}
+
+/* Shuffles the n entries of a in place (Fisher-Yates). */
+static void trainer_rng_shuffle(uint64_t *state, size_t *a, size_t n)
+{
+	for (size_t i = n; i > 1; i--) {
+		size_t j = (size_t)trainer_rng_below(state, i);
+		size_t tmp = a[i - 1];
+
+		a[i - 1] = a[j];
+		a[j] = tmp;
+	}
+}
+
+/* Returns seconds on the monotonic clock. */
+static double trainer_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/*
+ * Reports a failed CUDA call on stderr. Returns TRAINER_OK when err is
+ * cudaSuccess, else TRAINER_CUDA.
+ */
+static enum trainer_status trainer_cuda(cudaError_t err, const char *call)
+{
+	if (err == cudaSuccess)
+		return TRAINER_OK;
+	fprintf(stderr, "trainer: %s failed: %s (%s)\n", call,
+		cudaGetErrorName(err), cudaGetErrorString(err));
+	return TRAINER_CUDA;
+}
+
+/* Reports host memory exhaustion; the run then ends as a failed call (3). */
+static enum trainer_status trainer_no_memory(const char *what)
+{
+	fprintf(stderr, "trainer: out of host memory (%s)\n", what);
+	return TRAINER_CUDA;
+}
+
+/* Evaluates a CUDA call; on failure reports it and jumps to label. */
+#define TRAINER_CHECK(status, call, label)                                   \
+	do {                                                                 \
+		if (((status) = trainer_cuda((call), #call)) != TRAINER_OK) \
+			goto label;                                          \
+	} while (0)
+
+/* Parses an unsigned decimal number into *out. Returns 0 or -EINVAL. */
+static int trainer_parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/*
+ * Parses a byte size with an optional K, M, G or T suffix (powers of 1024),
+ * ending at stop (or at the end of the string). Returns 0 or -EINVAL.
+ */
+static int trainer_parse_size(const char *s, const char **stop, size_t *out)
+{
+	char *end;
+	unsigned long long v, mult = 1;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (*end) {
+	case 'K': case 'k': mult = 1ULL << 10; end++; break;
+	case 'M': case 'm': mult = 1ULL << 20; end++; break;
+	case 'G': case 'g': mult = 1ULL << 30; end++; break;
+	case 'T': case 't': mult = 1ULL << 40; end++; break;
+	default: break;
+	}
+	if (v > SIZE_MAX / mult)
+		return -EINVAL;
+	*out = (size_t)(v * mult);
+	*stop = end;
+	return 0;
+}
+
+/* Option codes for the long options that have no short form. */
+enum trainer_option {
+	OPT_SAMPLES = 256, OPT_ROW, OPT_BATCH, OPT_EPOCHS, OPT_PINNED,
+	OPT_PAGEABLE, OPT_SEED, OPT_RING, OPT_STREAM, OPT_STREAMS, OPT_THREADS,
+	OPT_SYNC, OPT_COPY_API, OPT_DUP, OPT_PARTIAL, OPT_DROP_LAST,
+	OPT_ALLOC_MID, OPT_ALLOC_API, OPT_DEVICE, OPT_QUIET, OPT_HELP,
+	OPT_CORRUPT_CHECK,
+};
+
+static const struct option trainer_options[] = {
+	{ "samples", required_argument, NULL, OPT_SAMPLES },
+	{ "row", required_argument, NULL, OPT_ROW },
+	{ "batch", required_argument, NULL, OPT_BATCH },
+	{ "epochs", required_argument, NULL, OPT_EPOCHS },
+	{ "pinned", no_argument, NULL, OPT_PINNED },
+	{ "pageable", no_argument, NULL, OPT_PAGEABLE },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "ring", required_argument, NULL, OPT_RING },
+	{ "stream", required_argument, NULL, OPT_STREAM },
+	{ "streams", required_argument, NULL, OPT_STREAMS },
+	{ "threads", required_argument, NULL, OPT_THREADS },
+	{ "sync", no_argument, NULL, OPT_SYNC },
+	{ "copy-api", required_argument, NULL, OPT_COPY_API },
+	{ "dup", required_argument, NULL, OPT_DUP },
+	{ "partial", no_argument, NULL, OPT_PARTIAL },
+	{ "drop-last", no_argument, NULL, OPT_DROP_LAST },
+	{ "alloc-mid", required_argument, NULL, OPT_ALLOC_MID },
+	{ "alloc-api", required_argument, NULL, OPT_ALLOC_API },
+	{ "device", required_argument, NULL, OPT_DEVICE },
+	{ "quiet", no_argument, NULL, OPT_QUIET },
+	{ "help", no_argument, NULL, OPT_HELP },
+	/* Hidden: flips one byte of one readback, to prove verification works. */
+	{ "corrupt-check", no_argument, NULL, OPT_CORRUPT_CHECK },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Parses the --alloc-mid argument BYTES[@EPOCH]. Returns 0 or -EINVAL. */
+static int trainer_parse_alloc_mid(struct trainer *t, const char *arg)
+{
+	const char *stop;
+	uint64_t epoch = 2;
+
+	if (trainer_parse_size(arg, &stop, &t->alloc_bytes) || t->alloc_bytes == 0)
+		return -EINVAL;
+	if (*stop == '@') {
+		if (trainer_parse_u64(stop + 1, 1000000, &epoch) || epoch == 0)
+			return -EINVAL;
+	} else if (*stop) {
+		return -EINVAL;
+	}
+	t->alloc_epoch = (unsigned)epoch;
+	return 0;
+}
+
+/*
+ * Parses one option into t. Returns TRAINER_OK, or TRAINER_USAGE after
+ * naming the bad value on stderr.
+ */
+static enum trainer_status trainer_parse_option(struct trainer *t, int opt,
+						const char *arg)
+{
+	uint64_t v = 0;
+	int err = 0;
+
+	switch (opt) {
+	case OPT_SAMPLES:
+		err = trainer_parse_u64(arg, 1ULL << 32, &v) || v == 0;
+		t->samples = (size_t)v;
+		break;
+	case OPT_ROW:
+		err = trainer_parse_u64(arg, 1ULL << 32, &v) || v == 0;
+		t->row = (size_t)v;
+		break;
+	case OPT_BATCH:
+		err = trainer_parse_u64(arg, 1ULL << 24, &v) || v == 0;
+		t->batch = (size_t)v;
+		break;
+	case OPT_EPOCHS:
+		err = trainer_parse_u64(arg, 1000000, &v) || v == 0;
+		t->epochs = (unsigned)v;
+		break;
+	case OPT_PINNED:
+		t->pinned = 1;
+		break;
+	case OPT_PAGEABLE:
+		t->pinned = 0;
+		break;
+	case OPT_SEED:
+		err = trainer_parse_u64(arg, UINT64_MAX, &v);
+		t->seed = v;
+		break;
+	case OPT_RING:
+		err = trainer_parse_u64(arg, 1024, &v) || v == 0;
+		t->ring = (unsigned)v;
+		break;
+	case OPT_STREAM:
+		if (!strcmp(arg, "legacy"))
+			t->mode = TRAINER_STREAM_LEGACY;
+		else if (!strcmp(arg, "ptds"))
+			t->mode = TRAINER_STREAM_PTDS;
+		else if (!strcmp(arg, "nonblocking"))
+			t->mode = TRAINER_STREAM_NONBLOCKING;
+		else if (!strcmp(arg, "multi"))
+			t->mode = TRAINER_STREAM_MULTI;
+		else if (!strcmp(arg, "threads"))
+			t->mode = TRAINER_STREAM_THREADS;
+		else
+			err = 1;
+		break;
+	case OPT_STREAMS:
+		err = trainer_parse_u64(arg, 256, &v) || v == 0;
+		t->nstreams = (unsigned)v;
+		break;
+	case OPT_THREADS:
+		err = trainer_parse_u64(arg, 256, &v) || v == 0;
+		t->nthreads = (unsigned)v;
+		break;
+	case OPT_SYNC:
+		t->sync = 1;
+		break;
+	case OPT_COPY_API:
+		if (!strcmp(arg, "explicit")) {
+			t->h2d_kind = cudaMemcpyHostToDevice;
+			t->d2h_kind = cudaMemcpyDeviceToHost;
+		} else if (!strcmp(arg, "memcpy-default")) {
+			t->h2d_kind = cudaMemcpyDefault;
+			t->d2h_kind = cudaMemcpyDefault;
+		} else {
+			err = 1;
+		}
+		break;
+	case OPT_DUP:
+		err = trainer_parse_u64(arg, 100, &v);
+		t->dup_pct = (unsigned)v;
+		break;
+	case OPT_PARTIAL:
+		t->drop_last = 0;
+		break;
+	case OPT_DROP_LAST:
+		t->drop_last = 1;
+		break;
+	case OPT_ALLOC_MID:
+		err = trainer_parse_alloc_mid(t, arg) != 0;
+		break;
+	case OPT_ALLOC_API:
+		if (!strcmp(arg, "malloc"))
+			t->alloc_api = TRAINER_ALLOC_MALLOC;
+		else if (!strcmp(arg, "async"))
+			t->alloc_api = TRAINER_ALLOC_ASYNC;
+		else if (!strcmp(arg, "managed"))
+			t->alloc_api = TRAINER_ALLOC_MANAGED;
+		else if (!strcmp(arg, "pitch"))
+			t->alloc_api = TRAINER_ALLOC_PITCH;
+		else
+			err = 1;
+		break;
+	case OPT_DEVICE:
+		err = trainer_parse_u64(arg, 1024, &v);
+		t->device = (int)v;
+		break;
+	case OPT_QUIET:
+		t->quiet = 1;
+		break;
+	case OPT_CORRUPT_CHECK:
+		t->corrupt_check = 1;
+		break;
+	default:
+		err = 1;
+		break;
+	}
+	if (!err)
+		return TRAINER_OK;
+	if (arg)
+		fprintf(stderr, "trainer: bad value '%s' for an option\n", arg);
+	return TRAINER_USAGE;
+}
+
+/*
+ * Parses the command line into t, after setting the defaults. Returns
+ * TRAINER_OK, TRAINER_USAGE (usage printed on stderr), or -1 after --help.
+ */
+static int trainer_parse_args(struct trainer *t, int argc, char **argv)
+{
+	int opt;
+
+	t->samples = 1000;
+	t->row = 3 * 32 * 32;
+	t->batch = 64;
+	t->epochs = 3;
+	t->pinned = 1;
+	t->seed = 1;
+	t->ring = 4;
+	t->mode = TRAINER_STREAM_LEGACY;
+	t->nstreams = 2;
+	t->nthreads = 2;
+	t->h2d_kind = cudaMemcpyHostToDevice;
+	t->d2h_kind = cudaMemcpyDeviceToHost;
+	t->alloc_epoch = 2;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "", trainer_options, NULL)) != -1) {
+		if (opt == OPT_HELP) {
+			fputs(trainer_usage_line, stdout);
+			fputs(trainer_help_text, stdout);
+			return -1;
+		}
+		if (opt == '?') {
+			fprintf(stderr, "trainer: unknown option or missing value: %s\n",
+				argv[optind - 1]);
+			goto usage;
+		}
+		if (trainer_parse_option(t, opt, optarg) != TRAINER_OK)
+			goto usage;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "trainer: unexpected argument '%s'\n", argv[optind]);
+		goto usage;
+	}
+	if (t->sync && (t->mode == TRAINER_STREAM_NONBLOCKING ||
+			t->mode == TRAINER_STREAM_MULTI)) {
+		fprintf(stderr, "trainer: --sync works on the default stream: use it "
+			"with --stream legacy, ptds or threads\n");
+		goto usage;
+	}
+	if (t->alloc_bytes && t->alloc_epoch > t->epochs) {
+		fprintf(stderr, "trainer: --alloc-mid epoch %u is past --epochs %u\n",
+			t->alloc_epoch, t->epochs);
+		goto usage;
+	}
+	if (t->row > SIZE_MAX / t->samples || t->row > SIZE_MAX / t->batch / 2) {
+		fprintf(stderr, "trainer: dataset too large\n");
+		goto usage;
+	}
+	return TRAINER_OK;
+usage:
+	fputs(trainer_usage_line, stderr);
+	return TRAINER_USAGE;
+}
+
+/* Allocates n bytes of host memory, pinned or pageable as the run asks. */
+static enum trainer_status trainer_host_alloc(struct trainer *t, size_t n,
+					      unsigned char **out)
+{
+	enum trainer_status status = TRAINER_OK;
+	void *p = NULL;
+
+	if (t->pinned) {
+		TRAINER_CHECK(status, cudaHostAlloc(&p, n, cudaHostAllocDefault), out);
+	} else {
+		p = malloc(n);
+		if (!p) {
+			status = trainer_no_memory("malloc");
+			goto out;
+		}
+	}
+	*out = p;
+out:
+	return status;
+}
+
+/* Frees host memory from trainer_host_alloc and resets the pointer. */
+static void trainer_host_free(struct trainer *t, unsigned char **p)
+{
+	if (!*p)
+		return;
+	if (t->pinned)
+		cudaFreeHost(*p);
+	else
+		free(*p);
+	*p = NULL;
+}
+
+/* Orders two sample indices by the bytes of their data rows (qsort_r). */
+static int trainer_row_compare(const void *a, const void *b, void *arg)
+{
+	const struct trainer *t = arg;
+
+	return memcmp(t->data + *(const size_t *)a * t->row,
+		      t->data + *(const size_t *)b * t->row, t->row);
+}
+
+/*
+ * Counts the distinct data rows of the dataset (what a content-keyed pool
+ * would hold), using t->order as scratch.
+ */
+static size_t trainer_count_unique(struct trainer *t)
+{
+	size_t unique = 1;
+
+	for (size_t i = 0; i < t->samples; i++)
+		t->order[i] = i;
+	qsort_r(t->order, t->samples, sizeof(*t->order), trainer_row_compare, t);
+	for (size_t i = 1; i < t->samples; i++)
+		if (trainer_row_compare(&t->order[i - 1], &t->order[i], t) != 0)
+			unique++;
+	return unique;
+}
+
+/*
+ * Generates the dataset from the seed: random rows and labels, then dup_pct
+ * percent of the samples (at random places) overwritten with a byte-copy of
+ * a random original sample, data and label.
+ */
+static enum trainer_status trainer_dataset_init(struct trainer *t)
+{
+	enum trainer_status status;
+	size_t ndup, noriginal;
+
+	status = trainer_host_alloc(t, t->samples * t->row, &t->data);
+	if (status)
+		goto out;
+	status = trainer_host_alloc(t, t->samples * TRAINER_LABEL, &t->labels);
+	if (status)
+		goto out;
+	t->order = calloc(t->samples, sizeof(*t->order));
+	if (!t->order) {
+		status = trainer_no_memory("sample order");
+		goto out;
+	}
+	t->rng = t->seed;
+	trainer_rng_fill(&t->rng, t->data, t->samples * t->row);
+	trainer_rng_fill(&t->rng, t->labels, t->samples * TRAINER_LABEL);
+
+	ndup = t->samples * t->dup_pct / 100;
+	if (ndup >= t->samples)
+		ndup = t->samples - 1;
+	noriginal = t->samples - ndup;
+	for (size_t i = 0; i < t->samples; i++)
+		t->order[i] = i;
+	trainer_rng_shuffle(&t->rng, t->order, t->samples);
+	for (size_t i = noriginal; i < t->samples; i++) {
+		size_t dst = t->order[i];
+		size_t src = t->order[trainer_rng_below(&t->rng, noriginal)];
+
+		memcpy(t->data + dst * t->row, t->data + src * t->row, t->row);
+		memcpy(t->labels + dst * TRAINER_LABEL,
+		       t->labels + src * TRAINER_LABEL, TRAINER_LABEL);
+	}
+	t->unique = trainer_count_unique(t);
+	for (size_t i = 0; i < t->samples; i++)
+		t->order[i] = i;
+	t->nbatches = t->samples / t->batch;
+	if (!t->drop_last && t->samples % t->batch)
+		t->nbatches++;
+	if (!t->quiet)
+		printf("dataset samples %zu row %zu batch %zu batches %zu duplicates %zu unique %zu\n",
+		       t->samples, t->row, t->batch, t->nbatches, ndup, t->unique);
+out:
+	return status;
+}
+
+/* Frees the dataset. */
+static void trainer_dataset_release(struct trainer *t)
+{
+	trainer_host_free(t, &t->data);
+	trainer_host_free(t, &t->labels);
+	free(t->order);
+	t->order = NULL;
+}
+
+/*
+ * Creates the worker's streams: the default stream (0) for legacy and
+ * --sync, cudaStreamPerThread for ptds, K blocking streams for multi, one
+ * non-blocking stream otherwise.
+ */
+static enum trainer_status trainer_worker_init_streams(struct trainer_worker *w)
+{
+	struct trainer *t = w->trainer;
+	enum trainer_status status = TRAINER_OK;
+	unsigned n = t->mode == TRAINER_STREAM_MULTI ? t->nstreams : 1;
+
+	w->streams = calloc(n, sizeof(*w->streams));
+	if (!w->streams) {
+		status = trainer_no_memory("streams");
+		goto out;
+	}
+	w->nstreams = n;
+	if (t->mode == TRAINER_STREAM_PTDS) {
+		w->streams[0] = cudaStreamPerThread;
+	} else if (t->mode == TRAINER_STREAM_LEGACY || t->sync) {
+		w->streams[0] = 0;
+	} else if (t->mode == TRAINER_STREAM_MULTI) {
+		w->owns_streams = 1;
+		for (unsigned i = 0; i < n; i++)
+			TRAINER_CHECK(status, cudaStreamCreate(&w->streams[i]), out);
+	} else {
+		w->owns_streams = 1;
+		TRAINER_CHECK(status, cudaStreamCreateWithFlags(&w->streams[0],
+				cudaStreamNonBlocking), out);
+	}
+out:
+	return status;
+}
+
+/* Sets up a worker's streams, staging ring, device ring and readback buffer. */
+static enum trainer_status trainer_worker_init(struct trainer_worker *w,
+					       struct trainer *t, unsigned index)
+{
+	enum trainer_status status;
+	size_t data_bytes = t->batch * t->row;
+	size_t label_bytes = t->batch * TRAINER_LABEL;
+
+	w->trainer = t;
+	w->index = index;
+	status = trainer_worker_init_streams(w);
+	if (status)
+		goto out;
+	w->slots = calloc(t->ring, sizeof(*w->slots));
+	w->devslots = calloc(2 * (size_t)t->ring, sizeof(*w->devslots));
+	if (!w->slots || !w->devslots) {
+		status = trainer_no_memory("rings");
+		goto out;
+	}
+	for (unsigned i = 0; i < t->ring; i++) {
+		struct trainer_slot *s = &w->slots[i];
+
+		if ((status = trainer_host_alloc(t, data_bytes, &s->data)) ||
+		    (status = trainer_host_alloc(t, label_bytes, &s->labels)))
+			goto out;
+		TRAINER_CHECK(status, cudaEventCreateWithFlags(&s->copied,
+				cudaEventDisableTiming), out);
+	}
+	for (unsigned i = 0; i < 2 * t->ring; i++) {
+		struct trainer_devslot *d = &w->devslots[i];
+
+		TRAINER_CHECK(status, cudaMalloc(&d->data, data_bytes), out);
+		TRAINER_CHECK(status, cudaMalloc(&d->labels, label_bytes), out);
+	}
+	if ((status = trainer_host_alloc(t, data_bytes, &w->check_data)) ||
+	    (status = trainer_host_alloc(t, label_bytes, &w->check_labels)))
+		goto out;
+out:
+	return status;
+}
+
+/* Frees everything trainer_worker_init made (also after a partial init). */
+static void trainer_worker_release(struct trainer_worker *w)
+{
+	struct trainer *t = w->trainer;
+
+	if (!t)
+		return;
+	if (w->slots) {
+		for (unsigned i = 0; i < t->ring; i++) {
+			trainer_host_free(t, &w->slots[i].data);
+			trainer_host_free(t, &w->slots[i].labels);
+			if (w->slots[i].copied)
+				cudaEventDestroy(w->slots[i].copied);
+		}
+		free(w->slots);
+		w->slots = NULL;
+	}
+	if (w->devslots) {
+		for (unsigned i = 0; i < 2 * t->ring; i++) {
+			cudaFree(w->devslots[i].data);
+			cudaFree(w->devslots[i].labels);
+		}
+		free(w->devslots);
+		w->devslots = NULL;
+	}
+	trainer_host_free(t, &w->check_data);
+	trainer_host_free(t, &w->check_labels);
+	if (w->owns_streams)
+		for (unsigned i = 0; i < w->nstreams; i++)
+			if (w->streams[i])
+				cudaStreamDestroy(w->streams[i]);
+	free(w->streams);
+	w->streams = NULL;
+}
+
+/* Issues one copy: cudaMemcpy with --sync, else cudaMemcpyAsync on stream. */
+static enum trainer_status trainer_copy(struct trainer *t, void *dst,
+					const void *src, size_t n,
+					enum cudaMemcpyKind kind,
+					cudaStream_t stream, const char *what)
+{
+	enum trainer_status status;
+	char call[96];
+
+	if (t->sync) {
+		snprintf(call, sizeof(call), "cudaMemcpy(%s)", what);
+		status = trainer_cuda(cudaMemcpy(dst, src, n, kind), call);
+	} else {
+		snprintf(call, sizeof(call), "cudaMemcpyAsync(%s)", what);
+		status = trainer_cuda(cudaMemcpyAsync(dst, src, n, kind, stream), call);
+	}
+	return status;
+}
+
+/*
+ * Compares n bytes read back with the expected ones. On a difference prints
+ * where (epoch, batch, byte offset within the copy, sample) and returns
+ * TRAINER_MISMATCH. stride is the bytes per sample of this copy.
+ */
+static enum trainer_status trainer_compare(struct trainer *t, size_t batch,
+					   const char *what,
+					   const unsigned char *got,
+					   const unsigned char *base,
+					   size_t stride, size_t count)
+{
+	size_t first = batch * t->batch;
+
+	for (size_t j = 0; j < count; j++) {
+		size_t sample = t->order[first + j];
+		const unsigned char *want = base + sample * stride;
+		const unsigned char *have = got + j * stride;
+
+		if (!memcmp(want, have, stride))
+			continue;
+		for (size_t x = 0; x < stride; x++) {
+			if (want[x] == have[x])
+				continue;
+			fprintf(stderr,
+				"trainer: MISMATCH epoch %u batch %zu %s byte %zu "
+				"(row %zu of the batch, sample %zu, offset %zu): "
+				"expected 0x%02x got 0x%02x\n",
+				t->epoch, batch, what, j * stride + x, j, sample,
+				x, want[x], have[x]);
+			break;
+		}
+		return TRAINER_MISMATCH;
+	}
+	return TRAINER_OK;
+}
+
+/*
+ * Reads back the batch held by device slot d, waits for it on the slot's
+ * stream, and checks every byte of its rows and labels.
+ */
+static enum trainer_status trainer_worker_verify(struct trainer_worker *w,
+						 struct trainer_devslot *d)
+{
+	struct trainer *t = w->trainer;
+	enum trainer_status status;
+	int expected = 0;
+
+	d->pending = 0;
+	status = trainer_copy(t, w->check_data, d->data, d->count * t->row,
+			      t->d2h_kind, d->stream, "readback data");
+	if (status)
+		goto out;
+	status = trainer_copy(t, w->check_labels, d->labels,
+			      d->count * TRAINER_LABEL, t->d2h_kind, d->stream,
+			      "readback labels");
+	if (status)
+		goto out;
+	TRAINER_CHECK(status, cudaStreamSynchronize(d->stream), out);
+	if (t->corrupt_check &&
+	    atomic_compare_exchange_strong(&t->corrupted, &expected, 1))
+		w->check_data[d->count * t->row / 2] ^= 0x5a;
+	status = trainer_compare(t, d->batch, "data", w->check_data, t->data,
+				 t->row, d->count);
+	if (status)
+		goto out;
+	status = trainer_compare(t, d->batch, "labels", w->check_labels,
+				 t->labels, TRAINER_LABEL, d->count);
+out:
+	return status;
+}
+
+/*
+ * Uploads one batch: waits until the staging slot's previous copies have
+ * run, verifies the batch still held by the device slot, assembles the
+ * samples into the staging slot, issues the two host-to-device copies, and
+ * records the slot's event behind them.
+ */
+static enum trainer_status trainer_worker_batch(struct trainer_worker *w,
+						size_t batch)
+{
+	struct trainer *t = w->trainer;
+	enum trainer_status status = TRAINER_OK;
+	struct trainer_slot *s = &w->slots[w->sequence % t->ring];
+	struct trainer_devslot *d = &w->devslots[w->sequence % (2 * t->ring)];
+	cudaStream_t stream = w->streams[w->sequence % w->nstreams];
+	size_t first = batch * t->batch;
+	size_t count = t->samples - first < t->batch ? t->samples - first : t->batch;
+
+	if (s->used)
+		TRAINER_CHECK(status, cudaEventSynchronize(s->copied), out);
+	if (d->pending && (status = trainer_worker_verify(w, d)))
+		goto out;
+	for (size_t j = 0; j < count; j++) {
+		size_t sample = t->order[first + j];
+
+		memcpy(s->data + j * t->row, t->data + sample * t->row, t->row);
+		memcpy(s->labels + j * TRAINER_LABEL,
+		       t->labels + sample * TRAINER_LABEL, TRAINER_LABEL);
+	}
+	status = trainer_copy(t, d->data, s->data, count * t->row, t->h2d_kind,
+			      stream, "batch data");
+	if (status)
+		goto out;
+	status = trainer_copy(t, d->labels, s->labels, count * TRAINER_LABEL,
+			      t->h2d_kind, stream, "batch labels");
+	if (status)
+		goto out;
+	TRAINER_CHECK(status, cudaEventRecord(s->copied, stream), out);
+	s->used = 1;
+	d->stream = stream;
+	d->batch = batch;
+	d->count = count;
+	d->pending = 1;
+	w->sequence++;
+	w->rows += count;
+	w->bytes += count * (t->row + TRAINER_LABEL);
+	w->copies += 2;
+out:
+	return status;
+}
+
+/*
+ * Runs the worker's share of one epoch (batches index, index + workers, ...)
+ * and verifies every batch it uploaded before returning.
+ */
+static enum trainer_status trainer_worker_epoch(struct trainer_worker *w)
+{
+	struct trainer *t = w->trainer;
+	enum trainer_status status = TRAINER_OK;
+	unsigned ring = 2 * t->ring;
+
+	for (size_t b = w->index; b < t->nbatches; b += t->nworkers) {
+		if (atomic_load(&t->stop))
+			goto out;
+		if ((status = trainer_worker_batch(w, b)))
+			goto out;
+	}
+	for (unsigned i = 0; i < ring; i++) {
+		struct trainer_devslot *d = &w->devslots[(w->sequence + i) % ring];
+
+		if (d->pending && (status = trainer_worker_verify(w, d)))
+			goto out;
+	}
+out:
+	if (status)
+		atomic_store(&t->stop, 1);
+	w->status = status;
+	return status;
+}
+
+/* Thread body for --stream threads: binds the device, runs the epoch. */
+static void *trainer_worker_thread(void *arg)
+{
+	struct trainer_worker *w = arg;
+
+	w->status = trainer_cuda(cudaSetDevice(w->trainer->device),
+				 "cudaSetDevice (worker thread)");
+	if (w->status)
+		atomic_store(&w->trainer->stop, 1);
+	else
+		trainer_worker_epoch(w);
+	return NULL;
+}
+
+/*
+ * Allocates t->alloc_bytes of device memory with the chosen API, fills it
+ * with a byte pattern (cudaMemset: no host-to-device bytes, so the copy
+ * counters stay exact) and reads back its first, middle and last KiB.
+ */
+static enum trainer_status trainer_alloc_mid(struct trainer *t)
+{
+	enum trainer_status status = TRAINER_OK;
+	const unsigned char pattern = 0xa5;
+	unsigned char probe[1024];
+	size_t n = t->alloc_bytes, span = n;
+	size_t width, height, pitch;
+
+	switch (t->alloc_api) {
+	case TRAINER_ALLOC_MALLOC:
+		TRAINER_CHECK(status, cudaMalloc(&t->alloc_ptr, n), out);
+		break;
+	case TRAINER_ALLOC_ASYNC:
+		TRAINER_CHECK(status, cudaMallocAsync(&t->alloc_ptr, n, 0), out);
+		TRAINER_CHECK(status, cudaStreamSynchronize(0), out);
+		break;
+	case TRAINER_ALLOC_MANAGED:
+		TRAINER_CHECK(status, cudaMallocManaged(&t->alloc_ptr, n,
+				cudaMemAttachGlobal), out);
+		break;
+	case TRAINER_ALLOC_PITCH:
+		width = n < (1u << 20) ? n : (1u << 20);
+		height = (n + width - 1) / width;
+		TRAINER_CHECK(status, cudaMallocPitch(&t->alloc_ptr, &pitch,
+				width, height), out);
+		span = pitch * height;
+		break;
+	}
+	TRAINER_CHECK(status, cudaMemset(t->alloc_ptr, pattern, span), out);
+	for (int i = 0; i < 3; i++) {
+		size_t k = span < sizeof(probe) ? span : sizeof(probe);
+		size_t at = i == 0 ? 0 : i == 1 ? (span - k) / 2 : span - k;
+
+		memset(probe, 0, sizeof(probe));
+		TRAINER_CHECK(status, cudaMemcpy(probe,
+				(unsigned char *)t->alloc_ptr + at, k,
+				cudaMemcpyDeviceToHost), out);
+		for (size_t x = 0; x < k; x++) {
+			if (probe[x] == pattern)
+				continue;
+			fprintf(stderr, "trainer: MISMATCH in --alloc-mid memory at "
+				"byte %zu: expected 0x%02x got 0x%02x\n", at + x,
+				pattern, probe[x]);
+			status = TRAINER_MISMATCH;
+			goto out;
+		}
+	}
+	if (!t->quiet)
+		printf("alloc-mid epoch %u bytes %zu ok\n", t->epoch, n);
+out:
+	return status;
+}
+
+/* Frees the --alloc-mid memory, if any, with the matching API. */
+static void trainer_alloc_mid_release(struct trainer *t)
+{
+	if (!t->alloc_ptr)
+		return;
+	if (t->alloc_api == TRAINER_ALLOC_ASYNC) {
+		cudaFreeAsync(t->alloc_ptr, 0);
+		cudaStreamSynchronize(0);
+	} else {
+		cudaFree(t->alloc_ptr);
+	}
+	t->alloc_ptr = NULL;
+}
+
+/* Returns the emulated device's count of host-to-device bytes, or 0. */
+static unsigned long long trainer_device_h2d(struct trainer *t)
+{
+	return t->counter ? t->counter("h2d_bytes") : 0;
+}
+
+/*
+ * Runs one epoch: the --alloc-mid allocation when it is due, a reshuffle,
+ * the workers (inline, or one host thread each), then the epoch line.
+ */
+static enum trainer_status trainer_epoch(struct trainer *t)
+{
+	enum trainer_status status = TRAINER_OK;
+	unsigned long long rows = 0, bytes = 0, copies = 0, device_before;
+	pthread_t *threads = NULL;
+	unsigned started = 0;
+	double start;
+
+	if (t->alloc_bytes && t->epoch == t->alloc_epoch &&
+	    (status = trainer_alloc_mid(t)))
+		goto out;
+	trainer_rng_shuffle(&t->rng, t->order, t->samples);
+	for (unsigned i = 0; i < t->nworkers; i++)
+		t->workers[i].status = TRAINER_OK;
+	device_before = trainer_device_h2d(t);
+	start = trainer_now();
+	if (t->mode == TRAINER_STREAM_THREADS) {
+		threads = calloc(t->nworkers, sizeof(*threads));
+		if (!threads) {
+			status = trainer_no_memory("threads");
+			goto out;
+		}
+		for (; started < t->nworkers; started++) {
+			if (pthread_create(&threads[started], NULL,
+					   trainer_worker_thread,
+					   &t->workers[started])) {
+				fprintf(stderr, "trainer: pthread_create failed\n");
+				atomic_store(&t->stop, 1);
+				status = TRAINER_CUDA;
+				break;
+			}
+		}
+		for (unsigned i = 0; i < started; i++)
+			pthread_join(threads[i], NULL);
+	} else {
+		trainer_worker_epoch(&t->workers[0]);
+	}
+	for (unsigned i = 0; i < t->nworkers; i++) {
+		struct trainer_worker *w = &t->workers[i];
+
+		if (!status)
+			status = w->status;
+		rows += w->rows;
+		bytes += w->bytes;
+		copies += w->copies;
+		w->rows = w->bytes = w->copies = 0;
+	}
+	if (status)
+		goto out;
+	t->rows += rows;
+	t->bytes += bytes;
+	t->copies += copies;
+	if (!t->quiet) {
+		printf("epoch %u rows %llu bytes %llu seconds %.3f", t->epoch,
+		       rows, bytes, trainer_now() - start);
+		if (t->counter)
+			printf(" device_h2d %llu", trainer_device_h2d(t) - device_before);
+		printf("\n");
+		fflush(stdout);
+	}
+out:
+	free(threads);
+	return status;
+}
+
+/* Sets up the device, the dataset and the workers for the run. */
+static enum trainer_status trainer_init(struct trainer *t)
+{
+	enum trainer_status status;
+
+	*(void **)&t->counter = dlsym(RTLD_DEFAULT, "fakecuda_counter");
+	TRAINER_CHECK(status, cudaSetDevice(t->device), out);
+	if ((status = trainer_dataset_init(t)))
+		goto out;
+	t->nworkers = t->mode == TRAINER_STREAM_THREADS ? t->nthreads : 1;
+	t->workers = calloc(t->nworkers, sizeof(*t->workers));
+	if (!t->workers) {
+		status = trainer_no_memory("workers");
+		goto out;
+	}
+	for (unsigned i = 0; i < t->nworkers; i++)
+		if ((status = trainer_worker_init(&t->workers[i], t, i)))
+			goto out;
+out:
+	return status;
+}
+
+/* Frees what trainer_init and the epochs made, after the device is idle. */
+static void trainer_release(struct trainer *t)
+{
+	cudaDeviceSynchronize();
+	if (t->workers) {
+		for (unsigned i = 0; i < t->nworkers; i++)
+			trainer_worker_release(&t->workers[i]);
+		free(t->workers);
+		t->workers = NULL;
+	}
+	trainer_alloc_mid_release(t);
+	trainer_dataset_release(t);
+}
+
+int main(int argc, char **argv)
+{
+	static struct trainer t;
+	int status;
+
+	status = trainer_parse_args(&t, argc, argv);
+	if (status < 0) {
+		status = TRAINER_OK;
+		goto out;
+	}
+	if (status)
+		goto out;
+	t.device_h2d = 0;
+	if ((status = trainer_init(&t)))
+		goto out_release;
+	for (t.epoch = 1; t.epoch <= t.epochs; t.epoch++) {
+		unsigned long long before = trainer_device_h2d(&t);
+
+		if ((status = trainer_epoch(&t)))
+			goto out_release;
+		t.device_h2d += trainer_device_h2d(&t) - before;
+	}
+	printf("total rows %llu bytes %llu copies %llu", t.rows, t.bytes, t.copies);
+	if (t.counter)
+		printf(" device_h2d %llu", t.device_h2d);
+	printf("\nverified OK\n");
+out_release:
+	trainer_release(&t);
+	if (status == TRAINER_MISMATCH)
+		printf("verification FAILED\n");
+out:
+	fflush(stdout);
+	return status;
+}
