@@ -19,6 +19,8 @@ struct index {
 	void *slots;
 	size_t cap;       /* slots, a power of two, or 0 before first insert */
 	size_t count;     /* entries */
+	uint32_t zero_val; /* the value of the all-zero key, kept out of the */
+	int has_zero;      /* table (a zero key marks an empty slot there) */
 };
 
 /* Initialises an empty index sized for about hint entries (0: small). Returns 0 or -ENOMEM. */

@@ -1,0 +1,300 @@
+/*
+ * device: the driver API calls the pool makes for its own work, through
+ * function pointers taken with dlsym from dlopen("libcuda.so.1").
+ *
+ * Each call converts CUresult to 0 or a negative errno and counts itself in
+ * pool.device_ops when it puts work on a stream. Primary contexts are
+ * retained once per device and made current only around allocations and
+ * frees done on behalf of a device that is not the caller's current one.
+ */
+#include "device.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+
+#include "log.h"
+#include "stats.h"
+
+#define DEVICE_MAX 64
+
+static struct {
+	__typeof__(cuInit) *init;
+	__typeof__(cuPointerGetAttributes) *pointer_get_attributes;
+	__typeof__(cuCtxGetCurrent) *ctx_get_current;
+	__typeof__(cuCtxSetCurrent) *ctx_set_current;
+	__typeof__(cuCtxGetDevice) *ctx_get_device;
+	__typeof__(cuCtxSynchronize) *ctx_synchronize;
+	__typeof__(cuDevicePrimaryCtxRetain) *primary_ctx_retain;
+	__typeof__(cuStreamIsCapturing) *stream_is_capturing;
+	__typeof__(cuMemAlloc_v2) *mem_alloc;
+	__typeof__(cuMemFree_v2) *mem_free;
+	__typeof__(cuMemGetInfo_v2) *mem_get_info;
+	__typeof__(cuMemcpyDtoDAsync_v2) *memcpy_dtod_async;
+	__typeof__(cuEventCreate) *event_create;
+	__typeof__(cuEventRecord) *event_record;
+	__typeof__(cuEventQuery) *event_query;
+	__typeof__(cuEventDestroy_v2) *event_destroy;
+	__typeof__(cuStreamWaitEvent) *stream_wait_event;
+	__typeof__(cuStreamSynchronize) *stream_synchronize;
+} drv;
+
+static pthread_once_t device_once = PTHREAD_ONCE_INIT;
+static int device_loaded;   /* 1 ok, -1 failed */
+static pthread_mutex_t device_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static CUcontext device_ctx[DEVICE_MAX];
+
+/* Takes one driver symbol; returns 0 or -ENOSYS. */
+static int device_sym(void *handle, void **slot, const char *name)
+{
+	*slot = dlsym(handle, name);
+	if (!*slot) {
+		log_verbose("driver has no %s; the pool stays off", name);
+		return -ENOSYS;
+	}
+	return 0;
+}
+
+static void device_load(void)
+{
+	void *h;
+	int err = 0;
+
+	h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		log_verbose("cannot load libcuda.so.1 (%s); the pool stays off", dlerror());
+		device_loaded = -1;
+		return;
+	}
+	err |= device_sym(h, (void **)&drv.init, "cuInit");
+	err |= device_sym(h, (void **)&drv.pointer_get_attributes, "cuPointerGetAttributes");
+	err |= device_sym(h, (void **)&drv.ctx_get_current, "cuCtxGetCurrent");
+	err |= device_sym(h, (void **)&drv.ctx_set_current, "cuCtxSetCurrent");
+	err |= device_sym(h, (void **)&drv.ctx_get_device, "cuCtxGetDevice");
+	err |= device_sym(h, (void **)&drv.ctx_synchronize, "cuCtxSynchronize");
+	err |= device_sym(h, (void **)&drv.primary_ctx_retain, "cuDevicePrimaryCtxRetain");
+	err |= device_sym(h, (void **)&drv.stream_is_capturing, "cuStreamIsCapturing");
+	err |= device_sym(h, (void **)&drv.mem_alloc, "cuMemAlloc_v2");
+	err |= device_sym(h, (void **)&drv.mem_free, "cuMemFree_v2");
+	err |= device_sym(h, (void **)&drv.mem_get_info, "cuMemGetInfo_v2");
+	err |= device_sym(h, (void **)&drv.memcpy_dtod_async, "cuMemcpyDtoDAsync_v2");
+	err |= device_sym(h, (void **)&drv.event_create, "cuEventCreate");
+	err |= device_sym(h, (void **)&drv.event_record, "cuEventRecord");
+	err |= device_sym(h, (void **)&drv.event_query, "cuEventQuery");
+	err |= device_sym(h, (void **)&drv.event_destroy, "cuEventDestroy_v2");
+	err |= device_sym(h, (void **)&drv.stream_wait_event, "cuStreamWaitEvent");
+	err |= device_sym(h, (void **)&drv.stream_synchronize, "cuStreamSynchronize");
+	if (err || drv.init(0) != CUDA_SUCCESS) {
+		device_loaded = -1;
+		return;
+	}
+	device_loaded = 1;
+}
+
+int device_open(void)
+{
+	pthread_once(&device_once, device_load);
+	return device_loaded == 1 ? 0 : -ENOSYS;
+}
+
+static int device_err(CUresult r)
+{
+	switch (r) {
+	case CUDA_SUCCESS:
+		return 0;
+	case CUDA_ERROR_OUT_OF_MEMORY:
+		return -ENOMEM;
+	case CUDA_ERROR_NOT_READY:
+		return -EBUSY;
+	default:
+		return -EIO;
+	}
+}
+
+int device_classify(const void *p, enum dev_mem *kind, int *ordinal)
+{
+	CUpointer_attribute attrs[3] = {
+		CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+		CU_POINTER_ATTRIBUTE_IS_MANAGED,
+		CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+	};
+	unsigned int type = 0;
+	unsigned int managed = 0;
+	int dev = -1;
+	void *data[3] = { &type, &managed, &dev };
+
+	if (drv.pointer_get_attributes(3, attrs, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+		return -EIO;
+	*ordinal = dev;
+	if (managed)
+		*kind = DEV_MEM_MANAGED;
+	else if (type == CU_MEMORYTYPE_DEVICE)
+		*kind = DEV_MEM_DEVICE;
+	else if (type == CU_MEMORYTYPE_HOST)
+		*kind = DEV_MEM_HOST;
+	else
+		*kind = DEV_MEM_UNREGISTERED;
+	return 0;
+}
+
+int device_current(int *ordinal)
+{
+	CUcontext ctx = NULL;
+	CUdevice d;
+
+	if (drv.ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx)
+		return -ENODEV;
+	if (drv.ctx_get_device(&d) != CUDA_SUCCESS)
+		return -ENODEV;
+	*ordinal = (int)d;
+	return 0;
+}
+
+int device_is_capturing(dev_stream s, int *capturing)
+{
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	CUresult r = drv.stream_is_capturing((CUstream)s, &st);
+
+	/* A failed query (the legacy stream during another stream's global
+	 * capture, for instance) is treated as capturing: stand aside. */
+	*capturing = r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
+	return r == CUDA_SUCCESS ? 0 : -EIO;
+}
+
+/*
+ * Makes device dev's primary context current on this thread and returns
+ * the previous one in *prev, so device_ctx_leave can restore it.
+ */
+static int device_ctx_enter(int dev, CUcontext *prev)
+{
+	CUcontext ctx;
+	int err = 0;
+
+	if (dev < 0 || dev >= DEVICE_MAX)
+		return -EINVAL;
+	if (drv.ctx_get_current(prev) != CUDA_SUCCESS)
+		*prev = NULL;
+	pthread_mutex_lock(&device_ctx_lock);
+	if (!device_ctx[dev])
+		err = device_err(drv.primary_ctx_retain(&device_ctx[dev], (CUdevice)dev));
+	ctx = device_ctx[dev];
+	pthread_mutex_unlock(&device_ctx_lock);
+	if (err)
+		return err;
+	if (*prev != ctx && drv.ctx_set_current(ctx) != CUDA_SUCCESS)
+		return -EIO;
+	return 0;
+}
+
+static void device_ctx_leave(int dev, CUcontext prev)
+{
+	if (prev != device_ctx[dev])
+		drv.ctx_set_current(prev);
+}
+
+int device_mem_alloc(int dev, uint64_t n, dev_ptr *out)
+{
+	CUcontext prev;
+	CUdeviceptr p = 0;
+	int err = device_ctx_enter(dev, &prev);
+
+	if (err)
+		return err;
+	err = device_err(drv.mem_alloc(&p, (size_t)n));
+	device_ctx_leave(dev, prev);
+	*out = (dev_ptr)p;
+	return err;
+}
+
+int device_mem_free(int dev, dev_ptr p)
+{
+	CUcontext prev;
+	int err = device_ctx_enter(dev, &prev);
+
+	if (err)
+		return err;
+	err = device_err(drv.mem_free((CUdeviceptr)p));
+	device_ctx_leave(dev, prev);
+	return err;
+}
+
+int device_mem_info(int dev, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+	CUcontext prev;
+	size_t f = 0, t = 0;
+	int err = device_ctx_enter(dev, &prev);
+
+	if (err)
+		return err;
+	err = device_err(drv.mem_get_info(&f, &t));
+	device_ctx_leave(dev, prev);
+	*free_bytes = f;
+	*total_bytes = t;
+	return err;
+}
+
+int device_sync(int dev)
+{
+	CUcontext prev;
+	int err = device_ctx_enter(dev, &prev);
+
+	if (err)
+		return err;
+	err = device_err(drv.ctx_synchronize());
+	device_ctx_leave(dev, prev);
+	return err;
+}
+
+int device_copy_dtod(dev_ptr dst, dev_ptr src, uint64_t n, dev_stream s)
+{
+	stats_add(ST_DEVICE_OPS, 1);
+	return device_err(drv.memcpy_dtod_async((CUdeviceptr)dst, (CUdeviceptr)src, (size_t)n, (CUstream)s));
+}
+
+int device_event_new(dev_event *ev)
+{
+	CUevent e = NULL;
+	int err = device_err(drv.event_create(&e, CU_EVENT_DISABLE_TIMING));
+
+	*ev = e;
+	return err;
+}
+
+int device_event_record(dev_event ev, dev_stream s)
+{
+	stats_add(ST_DEVICE_OPS, 1);
+	return device_err(drv.event_record((CUevent)ev, (CUstream)s));
+}
+
+int device_event_query(dev_event ev)
+{
+	return device_err(drv.event_query((CUevent)ev));
+}
+
+void device_event_free(dev_event ev)
+{
+	if (ev)
+		drv.event_destroy((CUevent)ev);
+}
+
+int device_stream_wait(dev_stream s, dev_event ev)
+{
+	stats_add(ST_DEVICE_OPS, 1);
+	return device_err(drv.stream_wait_event((CUstream)s, (CUevent)ev, 0));
+}
+
+int device_stream_sync(dev_stream s)
+{
+	return device_err(drv.stream_synchronize((CUstream)s));
+}
+
+void device_atfork_child(void)
+{
+	/* The parent's primary contexts mean nothing in the child; the driver
+	 * itself refuses them. Forget the handles so a child that uses CUDA
+	 * retains its own. */
+	for (int i = 0; i < DEVICE_MAX; i++)
+		device_ctx[i] = NULL;
+}

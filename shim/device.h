@@ -1,0 +1,78 @@
+/*
+ * device: the CUDA driver API, for the pool's own device work.
+ *
+ * The driver is reached with dlopen("libcuda.so.1") and dlsym of the
+ * versioned names, never through symbols the program could interpose, and
+ * never through the runtime (whose calls set the program's last error).
+ * Every function returns 0 or a negative errno; CUresult stays inside
+ * device.c (STYLE.md 4). -ENOMEM means the device is out of memory,
+ * -EBUSY "not yet" (event query), -EIO any other driver failure.
+ *
+ * Streams are the program's cudaStream_t values, which are the driver's
+ * CUstream values: 0 and 0x1 the legacy default stream, 0x2 the calling
+ * thread's per-thread default stream. All work happens in the device's
+ * primary context, the one the runtime uses.
+ */
+#ifndef VRAMPOOL_DEVICE_H
+#define VRAMPOOL_DEVICE_H
+
+#include <stdint.h>
+
+typedef uint64_t dev_ptr;
+typedef void *dev_stream;
+typedef void *dev_event;
+
+#define DEV_STREAM_LEGACY ((dev_stream)0x1)
+#define DEV_STREAM_PER_THREAD ((dev_stream)0x2)
+
+enum dev_mem {
+	DEV_MEM_UNREGISTERED,  /* pageable host memory, or not a CUDA pointer */
+	DEV_MEM_HOST,          /* page-locked host memory */
+	DEV_MEM_DEVICE,        /* cudaMalloc'd device memory */
+	DEV_MEM_MANAGED,       /* managed memory */
+};
+
+/* Loads the driver once (thread-safe). Returns 0 or -ENOSYS. */
+int device_open(void);
+
+/* Classifies p. Returns 0 with *kind and *ordinal (-1 for host), or -EIO. */
+int device_classify(const void *p, enum dev_mem *kind, int *ordinal);
+
+/* Returns 0 and the device of the calling thread's current context, or -ENODEV (none yet). */
+int device_current(int *ordinal);
+
+/* Returns 0 with *capturing set when stream s is being captured into a graph (or the query fails). */
+int device_is_capturing(dev_stream s, int *capturing);
+
+/* Allocates n bytes on device dev. Returns 0, -ENOMEM, or -EIO. */
+int device_mem_alloc(int dev, uint64_t n, dev_ptr *out);
+
+/* Frees p on device dev. */
+int device_mem_free(int dev, dev_ptr p);
+
+/* Free and total memory of device dev. */
+int device_mem_info(int dev, uint64_t *free_bytes, uint64_t *total_bytes);
+
+/* Waits for all work in device dev's primary context. */
+int device_sync(int dev);
+
+/* Enqueues a device-to-device copy of n bytes on stream s. */
+int device_copy_dtod(dev_ptr dst, dev_ptr src, uint64_t n, dev_stream s);
+
+/* Creates an event without timing in the current context. */
+int device_event_new(dev_event *ev);
+int device_event_record(dev_event ev, dev_stream s);
+/* Returns 0 when the event's work is done, -EBUSY when not yet, -EIO on error. */
+int device_event_query(dev_event ev);
+void device_event_free(dev_event ev);
+
+/* Makes stream s wait for ev's most recent record. */
+int device_stream_wait(dev_stream s, dev_event ev);
+
+/* Waits for all work on stream s. */
+int device_stream_sync(dev_stream s);
+
+/* In a forked child: the parent's contexts are unusable here; forget them. */
+void device_atfork_child(void);
+
+#endif

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# End to end: the VRAM sample pool (issue 4). The trainer reshuffles over
+# several epochs on the emulated device with jitter; every byte must verify,
+# the device's own counters must show the pooled rows no longer crossing,
+# and requested == h2d + served_from_pool with h2d equal to the device's
+# h2d_bytes in every run.
+source "$(dirname "$0")/lib.sh"
+
+export FAKECUDA_JITTER_US=100
+ROW=3072
+N=400
+BATCH=32
+DATA=$((N * ROW))
+BASE="--samples $N --row $ROW --batch $BATCH --epochs 4"
+
+# pool_run NAME BIN ENV... -- ARGS...: the trainer under the shim; files in $TMP/NAME.*
+pool_run() {
+	local name=$1 bin=$2; shift 2
+	local envs=()
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+	shift
+	env VRAMPOOL_LAYOUT=$ROW VRAMPOOL_SLAB=1M "${envs[@]}" LD_PRELOAD="$SHIM" \
+		VRAMPOOL_STATS="$TMP/$name.json" FAKECUDA_REPORT="$TMP/$name.fake.json" \
+		"$bin" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
+	local rc=$?
+	[ $rc -eq 0 ] || { echo "exit $rc"; tail -n 5 "$TMP/$name.out" "$TMP/$name.err"; }
+	return $rc
+}
+
+# epoch_h2d NAME E: the device's host-to-device bytes during epoch E.
+epoch_h2d() {
+	sed -n "s/^epoch $2 .* device_h2d \([0-9]*\).*/\1/p" "$TMP/$1.out"
+}
+
+invariants() {
+	python3 "$ROOT/tests/e2e/check_stats.py" "$TMP/$1.json" "$TMP/$1.fake.json" "${@:2}"
+}
+
+# full_budget NAME BIN ARGS...: a budget that covers the dataset; from epoch 2
+# on the rows no longer cross (>= 99% fewer bytes than without the pool).
+full_budget() {
+	local name=$1 bin=$2; shift 2
+	local N=${SAMPLES:-$N}
+	local DATA=$((N * ROW))
+	pool_run "$name" "$bin" VRAMPOOL_BUDGET=64M -- $BASE --samples $N "$@" || return 1
+	grep -q 'verified OK' "$TMP/$name.out" || return 1
+	invariants "$name" --expect rows.hits=$((3 * N)) --expect rows.captured=$N \
+		--expect rows.pooled=$N --expect bytes.captured=$DATA || return 1
+	local labels=$((N * 8)) e got
+	for e in 2 3 4; do
+		got=$(epoch_h2d "$name" $e)
+		# only the labels (not laid out) still cross: well under 1% of off
+		[ "$got" = "$labels" ] || { echo "epoch $e device_h2d $got, expected $labels"; return 1; }
+		[ $((got * 100)) -le $(((DATA + labels) * 1)) ] || return 1
+	done
+}
+
+for stream in legacy ptds nonblocking "multi --streams 3" "threads --threads 3"; do
+	for mem in pinned pageable; do
+		# shellcheck disable=SC2086
+		check "the pool serves every row from epoch 2 on and verifies: --stream $stream --$mem" \
+			full_budget "full-${stream%% *}-$mem" "$TRAINER" --stream $stream --$mem
+	done
+done
+check "the pool serves every row with cudaMemcpy (--sync)" full_budget full-sync "$TRAINER" --sync
+check "the pool serves every row with cudaMemcpyDefault" full_budget full-default "$TRAINER" --copy-api memcpy-default
+check "the pool serves every row in the _ptsz build" full_budget full-ptsz "$TRAINER_PTSZ" --stream legacy
+check "the pool serves every row in the _ptsz build with _ptds cudaMemcpy" full_budget full-ptds "$TRAINER_PTSZ" --sync
+SAMPLES=407 check "the pool serves every row with a partial last batch" \
+	full_budget full-partial "$TRAINER" --pageable
+
+# Duplicates in the dataset: fewer distinct rows than samples are captured.
+dup_captures_distinct() {
+	pool_run dup "$TRAINER" VRAMPOOL_BUDGET=64M -- $BASE --dup 25 || return 1
+	grep -q 'verified OK' "$TMP/dup.out" || return 1
+	local captured
+	captured=$(jget "$TMP/dup.json" rows.captured)
+	[ "$captured" -lt $N ] && [ "$captured" -ge $((N * 70 / 100)) ] || { echo "captured $captured"; return 1; }
+	# every later sight of a pooled row is a hit; only repeats inside one
+	# batch of the first epoch (captured once, delivered as misses) are not
+	local hits misses
+	hits=$(jget "$TMP/dup.json" rows.hits)
+	misses=$(jget "$TMP/dup.json" rows.misses)
+	[ $((hits + misses)) = $((4 * N)) ] && [ "$hits" -ge $((4 * N - captured - N / 20)) ] ||
+		{ echo "hits $hits misses $misses captured $captured"; return 1; }
+	invariants dup --expect rows.pooled="$captured"
+}
+check "duplicate samples are pooled once and served as hits" dup_captures_distinct
+
+half_budget() {
+	# 1M slabs hold 341 rows of 3072 bytes: a 2M budget holds 682 of 1364 rows
+	local n=1364 data=$((1364 * ROW))
+	pool_run half "$TRAINER" VRAMPOOL_BUDGET=2M -- --samples $n --row $ROW --batch 62 --epochs 4 || return 1
+	grep -q 'verified OK' "$TMP/half.out" || return 1
+	invariants half --expect pool.state=full --expect rows.pooled=682 || return 1
+	local e got labels=$((n * 8))
+	for e in 2 3 4; do
+		got=$(( $(epoch_h2d half $e) - labels ))
+		# within a few percent of half the data
+		[ $((got * 100)) -ge $((data * 47)) ] && [ $((got * 100)) -le $((data * 53)) ] ||
+			{ echo "epoch $e data h2d $got of $data"; return 1; }
+	done
+}
+check "with a budget of half the dataset epoch 2 on sends about half" half_budget
+
+auto_probe() {
+	pool_run probe "$TRAINER" VRAMPOOL_MARGIN=64M VRAMPOOL_VERBOSE=1 -- $BASE || return 1
+	grep -q 'verified OK' "$TMP/probe.out" || return 1
+	invariants probe --expect probe.decided=true --expect pool.state=active \
+		--expect probe.reserve=$((16 * BATCH * ROW)) --expect probe.margin=$((64 * 1024 * 1024)) || return 1
+	grep -q '^vrampool: probe: device 0 has' "$TMP/probe.err" || return 1
+	# the first two batches pass by before the probe, then are captured in epoch 2
+	[ "$(epoch_h2d probe 3)" = $((N * 8)) ]
+}
+check "the one-shot probe decides after VRAMPOOL_PROBE_AFTER copies and logs it" auto_probe
+
+dormant_for_good() {
+	pool_run dormant "$TRAINER" VRAMPOOL_MARGIN=1T -- $BASE || return 1
+	grep -q 'verified OK' "$TMP/dormant.out" || return 1
+	invariants dormant --expect probe.decided=true --expect pool.state=dormant \
+		--expect bytes.served_from_pool=0 --expect pool.slabs=0
+}
+check "a probe that leaves less than one slab keeps the pool dormant" dormant_for_good
+
+memory_pressure() {
+	local api=$1
+	# 64M device; the pool holds the 12M dataset, the trainer's own buffers
+	# a few more, so its 52M mid-run allocation fits only if the pool gives
+	# memory back.
+	pool_run "oom-$api" "$TRAINER" FAKECUDA_MEM=64M VRAMPOOL_BUDGET=40M VRAMPOOL_VERBOSE=1 -- \
+		--samples 4000 --row $ROW --batch 50 --epochs 4 --alloc-mid 52M@3 --alloc-api "$api" || return 1
+	grep -q 'verified OK' "$TMP/oom-$api.out" || return 1
+	invariants "oom-$api" --expect pool.state=latched --min pool.evictions=1 --min pool.oom_retries=1 || return 1
+	grep -q 'evicted slab' "$TMP/oom-$api.err"
+}
+for api in malloc async managed pitch; do
+	check "memory pressure ($api): the pool gives slabs back and the allocation succeeds" memory_pressure $api
+done
+
+memory_pressure_off_fails() {
+	# the same allocation without eviction room (pool disabled): the device
+	# says no; the program gets the original error (exit 3), not a new one
+	pool_run oomoff "$TRAINER" FAKECUDA_MEM=64M -- --samples 400 --row $ROW --epochs 2 --alloc-mid 80M@2
+	[ $? -eq 3 ] && grep -q 'cudaErrorMemoryAllocation' "$TMP/oomoff.out" "$TMP/oomoff.err"
+}
+check "an allocation that cannot fit even with an empty pool gets the original error" memory_pressure_off_fails
+
+# Faults in the pool's own device work: the program still gets its bytes.
+fault() {
+	local name=$1 spec=$2
+	pool_run "$name" "$TRAINER" VRAMPOOL_BUDGET=64M FAKECUDA_FAIL="$spec" -- $BASE || return 1
+	grep -q 'verified OK' "$TMP/$name.out" || return 1
+	invariants "$name"
+}
+check "a failing device-to-device copy falls back to the plain copy" fault f-dtod cuMemcpyDtoDAsync_v2@40
+check "a failing capture event falls back and verifies" fault f-event cuEventRecord@5
+check "a failing slab allocation leaves the pool full and verifies" fault f-alloc cuMemAlloc_v2
+check "failing stream waits fall back and verify" fault f-wait cuStreamWaitEvent@2
+fallbacks_counted() {
+	[ "$(jget "$TMP/f-dtod.json" copies.fallbacks)" -ge 1 ]
+}
+check "fallbacks are counted" fallbacks_counted
+
+graph_capture() {
+	VRAMPOOL_LAYOUT=$ROW VRAMPOOL_BUDGET=64M LD_PRELOAD="$SHIM" VRAMPOOL_STATS="$TMP/graph.json" \
+		"$B/apps/graph" >"$TMP/graph.out" 2>"$TMP/graph.err" || { cat "$TMP/graph.out" "$TMP/graph.err"; return 1; }
+	[ "$(jget "$TMP/graph.json" copies.graph_capture)" -ge 1 ]
+}
+check "a copy captured into a graph is left alone and replays fresh bytes" graph_capture
+
+off_and_on_agree() {
+	pool_run ab-off "$TRAINER" VRAMPOOL=off -- $BASE --seed 9 || return 1
+	pool_run ab-on "$TRAINER" VRAMPOOL_BUDGET=64M -- $BASE --seed 9 || return 1
+	invariants ab-off --expect pool.state=off --calls || return 1
+	invariants ab-on || return 1
+	[ "$(jget "$TMP/ab-off.json" bytes.requested)" = "$(jget "$TMP/ab-on.json" bytes.requested)" ]
+}
+check "VRAMPOOL=off and on request the same bytes and both verify" off_and_on_agree

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# End to end: the preloaded shim as a pass-through (issue 3). The trainer
+# runs on the emulated device with libvrampool.so preloaded, in every stream
+# mode and with jitter; every byte must verify and the shim's counters must
+# equal the device's own. Also: exports, malformed variables, fork.
+source "$(dirname "$0")/lib.sh"
+
+export FAKECUDA_JITTER_US=100
+SMALL="--samples 300 --row 3072 --batch 32 --epochs 3"
+
+# shim_run NAME BIN ENV... -- ARGS...: runs BIN under the shim with a stats
+# dump and a device report in $TMP/NAME.{json,fake.json,out,err}.
+shim_run() {
+	local name=$1 bin=$2; shift 2
+	local envs=()
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+	shift
+	env "${envs[@]}" LD_PRELOAD="$SHIM" VRAMPOOL_STATS="$TMP/$name.json" \
+		FAKECUDA_REPORT="$TMP/$name.fake.json" "$bin" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
+}
+
+# passthrough_mode NAME BIN VRAMPOOL_VALUE ARGS...: verified, counters agree.
+passthrough_mode() {
+	local name=$1 bin=$2 mode=$3; shift 3
+	shim_run "$name" "$bin" VRAMPOOL="$mode" -- "$@" || { cat "$TMP/$name.out" "$TMP/$name.err"; return 1; }
+	grep -q 'verified OK' "$TMP/$name.out" || return 1
+	python3 "$ROOT/tests/e2e/check_stats.py" "$TMP/$name.json" "$TMP/$name.fake.json" --calls \
+		--expect bytes.served_from_pool=0 --expect copies.matched_calls=0 || return 1
+	# the shim's count of copies is the trainer's own
+	local copies
+	copies=$(sed -n 's/^total .* copies \([0-9]*\).*/\1/p' "$TMP/$name.out")
+	[ -z "$copies" ] || [ "$copies" = "$(jget "$TMP/$name.json" copies.h2d_calls)" ]
+}
+
+for mode in off on; do
+	for stream in legacy ptds nonblocking "multi --streams 3" "threads --threads 3"; do
+		for mem in pinned pageable; do
+			tag="$mode-${stream%% *}-$mem"
+			# shellcheck disable=SC2086
+			check "pass-through ($mode) verifies and counts exactly: --stream $stream --$mem" \
+				passthrough_mode "$tag" "$TRAINER" "$mode" $SMALL --stream $stream --$mem
+		done
+	done
+	# shellcheck disable=SC2086
+	check "pass-through ($mode) verifies with cudaMemcpy (--sync)" \
+		passthrough_mode "$mode-sync" "$TRAINER" "$mode" $SMALL --sync
+	# shellcheck disable=SC2086
+	check "pass-through ($mode) verifies with cudaMemcpyDefault" \
+		passthrough_mode "$mode-default" "$TRAINER" "$mode" $SMALL --copy-api memcpy-default
+	# shellcheck disable=SC2086
+	check "pass-through ($mode) verifies in the per-thread-default-stream build (_ptsz, _ptds)" \
+		passthrough_mode "$mode-ptsz" "$TRAINER_PTSZ" "$mode" $SMALL --stream legacy
+	# shellcheck disable=SC2086
+	check "pass-through ($mode) verifies the _ptds cudaMemcpy" \
+		passthrough_mode "$mode-ptds-sync" "$TRAINER_PTSZ" "$mode" $SMALL --sync
+done
+
+exports_only_interposed() {
+	local got want
+	got=$(nm -D --defined-only "$SHIM" | awk '{print $3}' | sort | tr '\n' ' ')
+	want="cudaMalloc cudaMallocAsync cudaMallocAsync_ptsz cudaMallocManaged cudaMallocPitch cudaMemcpy cudaMemcpyAsync cudaMemcpyAsync_ptsz cudaMemcpy_ptds "
+	[ "$got" = "$want" ] || { echo "exports: $got"; return 1; }
+	# and depends on libc, libdl and pthread only (ld.so provides __tls_get_addr)
+	! readelf -d "$SHIM" | grep NEEDED | grep -vE 'libc\.so|libdl\.so|libpthread\.so|ld-linux'
+}
+check "the library exports only the interposed entry points" exports_only_interposed
+
+# bad_var VAR VALUE WORD: one line on stderr naming VAR, the run intact and counted.
+bad_var() {
+	local var=$1 value=$2 tag=bad-$1
+	# shellcheck disable=SC2086
+	shim_run "$tag" "$TRAINER" VRAMPOOL_LAYOUT=3072 "$var=$value" -- $SMALL || return 1
+	grep -q 'verified OK' "$TMP/$tag.out" || return 1
+	local lines
+	lines=$(grep -c "^vrampool: $var=" "$TMP/$tag.err")
+	[ "$lines" = 1 ] || { cat "$TMP/$tag.err"; return 1; }
+	[ "$(grep "^vrampool: $var=" "$TMP/$tag.err" | wc -l)" = 1 ] || return 1
+	grep "^vrampool: $var=" "$TMP/$tag.err" | grep -q 'expected' || return 1
+	# malformed means pass-through: nothing served, everything counted
+	python3 "$ROOT/tests/e2e/check_stats.py" "$TMP/$tag.json" "$TMP/$tag.fake.json" --calls \
+		--expect enabled=false --expect bytes.served_from_pool=0
+}
+check "a malformed VRAMPOOL gets one line and an intact run" bad_var VRAMPOOL maybe
+check "a malformed VRAMPOOL_LAYOUT gets one line and an intact run" bad_var VRAMPOOL_LAYOUT f8:3x3
+check "a malformed VRAMPOOL_BUDGET gets one line and an intact run" bad_var VRAMPOOL_BUDGET 150%
+check "a malformed VRAMPOOL_PROBE_AFTER gets one line and an intact run" bad_var VRAMPOOL_PROBE_AFTER two
+check "a malformed VRAMPOOL_RESERVE_BATCHES gets one line and an intact run" bad_var VRAMPOOL_RESERVE_BATCHES -3
+check "a malformed VRAMPOOL_MARGIN gets one line and an intact run" bad_var VRAMPOOL_MARGIN 5X
+check "a malformed VRAMPOOL_SLAB gets one line and an intact run" bad_var VRAMPOOL_SLAB 12Q
+check "a malformed VRAMPOOL_THREADS gets one line and an intact run" bad_var VRAMPOOL_THREADS many
+check "a malformed VRAMPOOL_VERBOSE gets one line and an intact run" bad_var VRAMPOOL_VERBOSE yes
+check "a malformed VRAMPOOL_QUIET gets one line and an intact run" bad_var VRAMPOOL_QUIET loud
+
+fork_reports_once() {
+	VRAMPOOL_STATS="$TMP/fork-%p.json" LD_PRELOAD="$SHIM" "$B/apps/forker" >"$TMP/fork.out" 2>"$TMP/fork.err" || return 1
+	local parent
+	parent=$(sed -n 's/^forker: parent \([0-9]*\) .*/\1/p' "$TMP/fork.out")
+	[ "$(ls "$TMP"/fork-*.json | wc -l)" = 1 ] || { ls "$TMP"; return 1; }
+	[ -f "$TMP/fork-$parent.json" ] || return 1
+	[ "$(jget "$TMP/fork-$parent.json" copies.h2d_calls)" = 5 ] || return 1
+	# one summary: its first line names the copies once
+	[ "$(grep -c 'host-to-device copies' "$TMP/fork.err")" = 1 ] || { cat "$TMP/fork.err"; return 1; }
+}
+check "a forked child that never used CUDA neither prints nor writes the parent's numbers" fork_reports_once
+
+fork_child_own_numbers() {
+	VRAMPOOL_STATS="$TMP/forkc-%p.json" LD_PRELOAD="$SHIM" "$B/apps/forker" --child-cuda >"$TMP/forkc.out" 2>"$TMP/forkc.err" || return 0
+	# The emulated device, like CUDA, may refuse a child's use of CUDA; if
+	# the child did copy, its dump holds its own 2 copies, not the parent's.
+	for f in "$TMP"/forkc-*.json; do
+		n=$(jget "$f" copies.h2d_calls)
+		[ "$n" = 5 ] || [ "$n" = 2 ] || return 1
+	done
+}
+check "a forked child that uses CUDA reports only its own copies" fork_child_own_numbers
+
+quiet_and_stats_path() {
+	VRAMPOOL_QUIET=1 VRAMPOOL_STATS="$TMP/q-%p.json" LD_PRELOAD="$SHIM" "$TRAINER" --samples 64 --epochs 1 \
+		>"$TMP/q.out" 2>"$TMP/q.err" || return 1
+	! grep -q '^vrampool:' "$TMP/q.err" || return 1
+	ls "$TMP"/q-[0-9]*.json >/dev/null
+}
+check "VRAMPOOL_QUIET=1 prints nothing and %p names the dump by pid" quiet_and_stats_path
+
+suggests_layout() {
+	LD_PRELOAD="$SHIM" "$TRAINER" --samples 256 --batch 64 --row 3072 --epochs 1 >"$TMP/sg.out" 2>"$TMP/sg.err" || return 1
+	grep -q 'VRAMPOOL_LAYOUT' "$TMP/sg.err" || { cat "$TMP/sg.err"; return 1; }
+	grep 'VRAMPOOL_LAYOUT' "$TMP/sg.err" | grep -q '196608'
+}
+check "with no layout the summary suggests one from the copy sizes seen" suggests_layout
