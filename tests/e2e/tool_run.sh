@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# End-to-end tests of `vrampool run` on the emulated device: the flags reach
+# the shim (read back from its JSON dump), the exit status passes through
+# (a code, a signal, a command that does not exist), --ab prints the
+# comparison, an existing LD_PRELOAD survives, the temporary dump is removed,
+# a multi-process run reports the process that copied, the installed layout
+# finds its library, and a static-runtime program gets the warning.
+source "$(dirname "$0")/lib.sh"
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+SRC=$ROOT/tests/tool
+V=$VRAMPOOL_BIN
+T=(--samples 120 --row 3072 --batch 16 --epochs 3 --quiet)
+
+# expect STATUS REGEX CMD...: CMD exits with STATUS and its output (stdout
+# and stderr) matches the extended REGEX.
+expect() {
+	local want=$1 re=$2 out rc; shift 2
+	out=$("$@" 2>&1); rc=$?
+	printf '%s\n' "$out"
+	if [ "$rc" -ne "$want" ]; then echo "exit status $rc, expected $want"; return 1; fi
+	if ! grep -Eq -- "$re" <<<"$out"; then echo "output does not match: $re"; return 1; fi
+}
+
+# json_is FILE KEY VALUE: the dump's KEY (a.b path) prints as VALUE.
+json_is() {
+	local got
+	got=$(jget "$1" "$2") || return 1
+	echo "$2 = $got (want $3)"
+	[ "$got" = "$3" ]
+}
+
+check "the library, the emulated device and the trainer are built" \
+	test -f "$SHIM" -a -f "$FAKE/libcudart.so.13" -a -x "$TRAINER"
+
+cd "$TMP"
+gcc -std=c11 -I"$CUDA_HOME/include" -o copier "$SRC/copier.c" -L"$CUDA_HOME/lib64" -lcudart
+gcc -std=c11 -I"$CUDA_HOME/include" -DPLAIN_RUNTIME -o plain_static "$SRC/plain.c" \
+	-L"$CUDA_HOME/lib64" -lcudart_static -ldl -lpthread -lrt
+cat >marker.c <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+/* Writes this process's LD_PRELOAD into $MARKER when it loads. */
+__attribute__((constructor)) static void marker(void)
+{
+	const char *path = getenv("MARKER");
+	FILE *f = path ? fopen(path, "a") : NULL;
+
+	if (f) {
+		fprintf(f, "%ld %s\n", (long)getpid(), getenv("LD_PRELOAD"));
+		fclose(f);
+	}
+}
+EOF
+gcc -shared -fPIC -o marker.so marker.c
+
+# ---- flags reach the shim ---------------------------------------------------
+run_layout() {
+	"$V" run --layout 3072 --stats "$TMP/on.json" -- "$TRAINER" "${T[@]}" || return 1
+	json_is on.json layout 3072 && json_is on.json enabled true
+}
+check "--layout and --stats reach the shim: the dump names the layout" run_layout
+check "the run with a layout serves rows from the pool" \
+	bash -c "[ \"\$(python3 -c 'import json;print(json.load(open(\"$TMP/on.json\"))[\"bytes\"][\"served_from_pool\"])')\" -gt 0 ]"
+run_off() {
+	"$V" run --off --layout 3072 --stats "$TMP/off.json" -- "$TRAINER" "${T[@]}" || return 1
+	json_is off.json enabled false && json_is off.json bytes.served_from_pool 0
+}
+check "--off reaches the shim: the dump says pass-through" run_off
+check "--budget reaches the shim: a malformed budget gets the shim's complaint" \
+	expect 0 "VRAMPOOL_BUDGET='lots'" "$V" run --budget lots --layout 3072 -- "$TRAINER" "${T[@]}"
+budget_8m() {
+	VRAMPOOL_SLAB=1M "$V" run --budget 8M --layout 3072 --stats "$TMP/b.json" -- "$TRAINER" "${T[@]}" || return 1
+	json_is b.json probe.decided true && json_is b.json pool.budget 8388608
+}
+check "--budget 8M reaches the shim (and VRAMPOOL_SLAB is inherited): the budget is 8 MiB" budget_8m
+check "the report follows the run and is printed once (the shim is quiet)" \
+	bash -c "out=\$('$V' run --layout 3072 -- '$TRAINER' ${T[*]} 2>&1); echo \"\$out\"; \
+		grep -q '^vrampool report: ' <<<\"\$out\" && ! grep -q 'host-to-device copies' <<<\"\$out\""
+check "--verbose lets the shim print its own summary too" \
+	expect 0 'vrampool: .*host-to-device copies' "$V" run --verbose --layout 3072 -- "$TRAINER" "${T[@]}"
+check "the report numbers are the dump's numbers" \
+	bash -c "out=\$('$V' run --layout 3072 --stats '$TMP/n.json' -- '$TRAINER' ${T[*]} 2>&1); \
+		calls=\$(python3 -c 'import json;print(json.load(open(\"$TMP/n.json\"))[\"copies\"][\"h2d_calls\"])'); \
+		echo \"\$out\"; grep -Eq \"host-to-device +\$calls calls\" <<<\"\$out\""
+
+# ---- exit status --------------------------------------------------------------
+check "the exit status of the program passes through (7)" \
+	expect 7 'vrampool report' "$V" run -- ./copier 4 4096 7
+check "a program killed by SIGTERM gives 128+15" expect 143 'copier: done' "$V" run -- ./copier 4 4096 sig:15
+check "a program killed by SIGKILL gives 128+9" expect 137 'copier: done' "$V" run -- ./copier 4 4096 sig:9
+check "a command that does not exist gives 127 and a message" \
+	expect 127 'cannot run no-such-program-here' "$V" run -- no-such-program-here
+check "a program without CUDA runs, and the report says no stats were written" \
+	expect 0 'wrote no stats.*|vrampool inspect' "$V" run -- true
+check "no command is a usage error" expect 2 'no command given' "$V" run --layout 3072
+check "an unknown option is a usage error" expect 2 'usage: vrampool run' "$V" run --frob -- true
+
+# ---- --ab ------------------------------------------------------------------------
+check "--ab runs off then on and prints the comparison with a verdict" \
+	expect 0 'verdict: with the pool, [0-9.]+x fewer bytes' "$V" run --ab --layout 3072 -- "$TRAINER" "${T[@]}"
+check "--ab prints the off and on columns" \
+	expect 0 ' +off +on +on/off' "$V" run --ab --layout 3072 -- "$TRAINER" "${T[@]}"
+ab_files() {
+	"$V" run --ab --layout 3072 --stats "$TMP/ab.json" -- "$TRAINER" "${T[@]}" || return 1
+	json_is ab.off.json enabled false && json_is ab.on.json enabled true
+}
+check "--ab with --stats keeps both dumps, FILE.off and FILE.on" ab_files
+check "--ab exits with the first nonzero status" expect 5 'run 1 exited with status 5' \
+	"$V" run --ab -- ./copier 2 4096 5
+
+# ---- the environment of the program ------------------------------------------------
+preload_kept() {
+	rm -f marker.txt
+	MARKER=$TMP/marker.txt LD_PRELOAD=$TMP/marker.so "$V" run --stats "$TMP/p.json" -- ./copier 2 4096 0 || return 1
+	cat marker.txt
+	grep -q "libvrampool.so:$TMP/marker.so" marker.txt && test -f p.json
+}
+check "an existing LD_PRELOAD survives: both libraries load in the program" preload_kept
+no_leftovers() {
+	mkdir -p "$TMP/tmpd"
+	TMPDIR=$TMP/tmpd "$V" run --layout 4096 -- ./copier 3 4096 0 || return 1
+	ls -A "$TMP/tmpd"
+	[ -z "$(ls -A "$TMP/tmpd")" ]
+}
+check "without --stats the temporary dump is removed after the report" no_leftovers
+check "a multi-process run reports the process that made the copies" \
+	expect 0 'host-to-device +6 calls' "$V" run --layout 4096 --stats "$TMP/mp.%p.json" -- ./copier 6 4096 0 fork
+check "a multi-process run without --stats also finds the worker's dump" \
+	expect 0 'host-to-device +5 calls' "$V" run --layout 4096 -- ./copier 5 4096 0 fork
+static_warned() {
+	local out
+	out=$("$V" run -- ./plain_static 2>&1)
+	printf '%s\n' "$out"
+	grep -q 'warning: the copies of ./plain_static will not be seen' <<<"$out" &&
+		grep -q 'wrote no stats' <<<"$out"
+}
+check "a static-runtime program gets a warning, runs anyway, and writes no stats" static_warned
+
+# ---- where the library is found ------------------------------------------------
+installed() {
+	mkdir -p inst/bin inst/lib/vrampool elsewhere
+	cp "$V" inst/bin/vrampool && cp "$SHIM" inst/lib/vrampool/libvrampool.so || return 1
+	ln -sf "$TMP/inst/bin/vrampool" elsewhere/vrampool
+	elsewhere/vrampool run --stats "$TMP/i.json" -- ./copier 2 4096 0 && test -f i.json
+}
+check "an installed vrampool finds ../lib/vrampool/libvrampool.so, also through a symlink" installed
+check "a vrampool without its library says so and exits 2" \
+	bash -c "mkdir -p '$TMP/lonely' && cp '$V' '$TMP/lonely/' && \
+		out=\$('$TMP/lonely/vrampool' run -- true 2>&1); rc=\$?; echo \"\$out\"; \
+		[ \$rc -eq 2 ] && grep -q 'cannot find the library' <<<\"\$out\""
