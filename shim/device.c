@@ -39,12 +39,28 @@ static struct {
 	__typeof__(cuEventDestroy_v2) *event_destroy;
 	__typeof__(cuStreamWaitEvent) *stream_wait_event;
 	__typeof__(cuStreamSynchronize) *stream_synchronize;
+	__typeof__(cuStreamCreate) *stream_create;
+	__typeof__(cuMemcpyBatchAsync_v2) *memcpy_batch_async;   /* CUDA 12.8+, may be NULL */
 } drv;
+
+/*
+ * The bridge that lets a batch reach the legacy default stream, which
+ * cuMemcpyBatchAsync refuses: a private non-blocking stream per device and
+ * two events, used under a lock so concurrent callers do not re-record an
+ * event between its record and its wait.
+ */
+struct device_bridge {
+	pthread_mutex_t lock;
+	CUstream stream;
+	CUevent in, out;
+	int ready;              /* 1 made, -1 could not be made */
+};
 
 static pthread_once_t device_once = PTHREAD_ONCE_INIT;
 static int device_loaded;   /* 1 ok, -1 failed */
 static pthread_mutex_t device_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static CUcontext device_ctx[DEVICE_MAX];
+static struct device_bridge device_bridges[DEVICE_MAX];
 
 /* Takes one driver symbol; returns 0 or -ENOSYS. */
 static int device_sym(void *handle, void **slot, const char *name)
@@ -86,6 +102,11 @@ static void device_load(void)
 	err |= device_sym(h, (void **)&drv.event_destroy, "cuEventDestroy_v2");
 	err |= device_sym(h, (void **)&drv.stream_wait_event, "cuStreamWaitEvent");
 	err |= device_sym(h, (void **)&drv.stream_synchronize, "cuStreamSynchronize");
+	err |= device_sym(h, (void **)&drv.stream_create, "cuStreamCreate");
+	/* Optional: without it every run of rows is its own copy. */
+	*(void **)&drv.memcpy_batch_async = dlsym(h, "cuMemcpyBatchAsync_v2");
+	for (int i = 0; i < DEVICE_MAX; i++)
+		pthread_mutex_init(&device_bridges[i].lock, NULL);
 	if (err || drv.init(0) != CUDA_SUCCESS) {
 		device_loaded = -1;
 		return;
@@ -253,6 +274,89 @@ int device_copy_dtod(dev_ptr dst, dev_ptr src, uint64_t n, dev_stream s)
 	return device_err(drv.memcpy_dtod_async((CUdeviceptr)dst, (CUdeviceptr)src, (size_t)n, (CUstream)s));
 }
 
+/* One cuMemcpyBatchAsync of device-to-device copies on stream s (not the legacy stream). */
+static int device_batch(dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes, uint64_t count, dev_stream s)
+{
+	CUmemcpyAttributes attr = { .srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM };
+	size_t idx = 0;
+
+	_Static_assert(sizeof(dev_ptr) == sizeof(CUdeviceptr), "dev_ptr is a CUdeviceptr");
+	_Static_assert(sizeof(uint64_t) == sizeof(size_t), "sizes are size_t");
+	stats_add(ST_DEVICE_OPS, 1);
+	return device_err(drv.memcpy_batch_async((CUdeviceptr *)dsts, (CUdeviceptr *)srcs, (size_t *)sizes,
+						 (size_t)count, &attr, &idx, 1, (CUstream)s));
+}
+
+/* Makes the bridge of device dev (in its primary context, current here). */
+static int device_bridge_get(int dev, struct device_bridge **out)
+{
+	struct device_bridge *b;
+
+	if (dev < 0 || dev >= DEVICE_MAX)
+		return -EINVAL;
+	b = &device_bridges[dev];
+	pthread_mutex_lock(&b->lock);
+	if (!b->ready) {
+		b->ready = -1;
+		if (drv.stream_create(&b->stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS &&
+		    drv.event_create(&b->in, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS &&
+		    drv.event_create(&b->out, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS)
+			b->ready = 1;
+	}
+	if (b->ready < 0) {
+		pthread_mutex_unlock(&b->lock);
+		return -EIO;
+	}
+	*out = b;       /* returned locked */
+	return 0;
+}
+
+/*
+ * A batch on the legacy stream, through the bridge: the bridge waits for
+ * everything before it on the legacy stream, runs the batch, and the legacy
+ * stream waits for the batch before anything after it. If the last wait
+ * cannot be issued, the batch is waited for here, so that a fallback copy
+ * enqueued afterwards can never be overtaken by it.
+ */
+static int device_batch_legacy(int dev, dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes, uint64_t count,
+			       dev_stream s)
+{
+	struct device_bridge *b;
+	int err = device_bridge_get(dev, &b);
+
+	if (err)
+		return err;
+	stats_add(ST_DEVICE_OPS, 4);
+	err = device_err(drv.event_record(b->in, (CUstream)s));
+	if (!err)
+		err = device_err(drv.stream_wait_event(b->stream, b->in, 0));
+	if (!err)
+		err = device_batch(dsts, srcs, sizes, count, b->stream);
+	if (!err)
+		err = device_err(drv.event_record(b->out, b->stream));
+	if (!err)
+		err = device_err(drv.stream_wait_event((CUstream)s, b->out, 0));
+	if (err)
+		drv.stream_synchronize(b->stream);
+	pthread_mutex_unlock(&b->lock);
+	return err;
+}
+
+int device_copy_dtod_many(int dev, dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes, uint64_t count,
+			  dev_stream s)
+{
+	int err = 0;
+
+	if (count > 1 && drv.memcpy_batch_async) {
+		if (s == NULL || s == DEV_STREAM_LEGACY)
+			return device_batch_legacy(dev, dsts, srcs, sizes, count, s);
+		return device_batch(dsts, srcs, sizes, count, s);
+	}
+	for (uint64_t i = 0; i < count && !err; i++)
+		err = device_copy_dtod(dsts[i], srcs[i], sizes[i], s);
+	return err;
+}
+
 int device_event_new(dev_event *ev)
 {
 	CUevent e = NULL;
@@ -295,6 +399,9 @@ void device_atfork_child(void)
 	/* The parent's primary contexts mean nothing in the child; the driver
 	 * itself refuses them. Forget the handles so a child that uses CUDA
 	 * retains its own. */
-	for (int i = 0; i < DEVICE_MAX; i++)
+	for (int i = 0; i < DEVICE_MAX; i++) {
 		device_ctx[i] = NULL;
+		pthread_mutex_init(&device_bridges[i].lock, NULL);
+		device_bridges[i].ready = 0;
+	}
 }

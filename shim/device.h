@@ -59,6 +59,18 @@ int device_sync(int dev);
 /* Enqueues a device-to-device copy of n bytes on stream s. */
 int device_copy_dtod(dev_ptr dst, dev_ptr src, uint64_t n, dev_stream s);
 
+/*
+ * Enqueues count device-to-device copies (dsts[i] <- srcs[i], sizes[i]
+ * bytes) on stream s of device dev, as one operation where the driver has
+ * cuMemcpyBatchAsync (CUDA 12.8+). That call refuses the legacy stream, so
+ * a batch for it goes through a private stream joined to it by two event
+ * waits (five operations instead of count). On failure, nothing the call
+ * enqueued can still be running unordered after s: a plain copy enqueued
+ * on s afterwards overwrites whatever it wrote.
+ */
+int device_copy_dtod_many(int dev, dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes, uint64_t count,
+			  dev_stream s);
+
 /* Creates an event without timing in the current context. */
 int device_event_new(dev_event *ev);
 int device_event_record(dev_event ev, dev_stream s);

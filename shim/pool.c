@@ -502,37 +502,72 @@ static int pool_plan(struct pool_copy_ctx *x)
 }
 
 /*
- * Issues the copy's device work in stream order: hits device-to-device,
- * misses host-to-device, then the captures. Returns 0, a positive runtime
- * error from the program's own copy, -1 when a hit could not be issued
- * (fall back) or -2 when only the capture failed (the data is delivered).
+ * Collects the runs of rows of plan kind k (consecutive rows whose slab
+ * rows are consecutive too) as device-to-device copies: from the slab into
+ * the destination for hits, from the destination into the slab for
+ * captures. Returns the number of runs written to the arrays.
+ */
+static uint64_t pool_runs(struct pool_copy_ctx *x, enum plan_kind k, dev_ptr *dsts, dev_ptr *srcs,
+			  uint64_t *sizes)
+{
+	const struct pool_request *r = x->r;
+	uint64_t row = r->row, n = 0, i, j;
+
+	for (i = 0; i < x->nrows; i = j) {
+		dev_ptr slab_row, dst_row;
+
+		if (x->plan[i].kind != k) {
+			j = i + 1;
+			continue;
+		}
+		for (j = i + 1; j < x->nrows && x->plan[j].kind == k &&
+		     x->plan[j].slab == x->plan[i].slab &&
+		     x->plan[j].slot == x->plan[i].slot + (j - i); j++)
+			;
+		slab_row = x->p->slabs[x->plan[i].slab]->base + (uint64_t)x->plan[i].slot * row;
+		dst_row = r->dst + i * row;
+		dsts[n] = k == PLAN_HIT ? dst_row : slab_row;
+		srcs[n] = k == PLAN_HIT ? slab_row : dst_row;
+		sizes[n] = (j - i) * row;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Issues the copy's device work in stream order: hits device-to-device
+ * (one batched operation where the driver can), misses host-to-device in
+ * runs, then the captures. Returns 0, a positive runtime error from the
+ * program's own copy, -1 when the hits could not be issued (fall back),
+ * -2 when only the capture failed (the data is delivered), or -ENOMEM.
  */
 static int pool_issue(struct pool_copy_ctx *x)
 {
 	const struct pool_request *r = x->r;
-	struct pool *p = x->p;
-	uint64_t row = r->row;
-	uint64_t i, j;
+	dev_ptr dst_stack[POOL_STACK_ROWS], src_stack[POOL_STACK_ROWS];
+	uint64_t size_stack[POOL_STACK_ROWS];
+	dev_ptr *dsts = dst_stack, *srcs = src_stack;
+	uint64_t *sizes = size_stack;
+	uint64_t row = r->row, n, i, j;
+	int err = 0;
 
-	/* Hits: runs of rows whose slab rows are consecutive too. */
-	for (i = 0; i < x->nrows; i = j) {
-		if (x->plan[i].kind != PLAN_HIT) {
-			j = i + 1;
-			continue;
+	if (x->nrows > POOL_STACK_ROWS) {
+		dsts = malloc(x->nrows * sizeof(*dsts));
+		srcs = malloc(x->nrows * sizeof(*srcs));
+		sizes = malloc(x->nrows * sizeof(*sizes));
+		if (!dsts || !srcs || !sizes) {
+			err = x->hits ? -1 : -2;
+			goto out;
 		}
-		for (j = i + 1; j < x->nrows && x->plan[j].kind == PLAN_HIT &&
-		     x->plan[j].slab == x->plan[i].slab &&
-		     x->plan[j].slot == x->plan[i].slot + (j - i); j++)
-			;
-		if (device_copy_dtod(r->dst + i * row,
-				     p->slabs[x->plan[i].slab]->base + (uint64_t)x->plan[i].slot * row,
-				     (j - i) * row, r->stream))
-			return -1;
+	}
+	n = pool_runs(x, PLAN_HIT, dsts, srcs, sizes);
+	if (n && device_copy_dtod_many(x->p->dev, dsts, srcs, sizes, n, r->stream)) {
+		err = -1;
+		goto out;
 	}
 	/* Misses: runs of consecutive rows not served from the pool. */
 	for (i = 0; i < x->nrows; i = j) {
 		uint64_t t0;
-		int err;
 
 		if (x->plan[i].kind == PLAN_HIT) {
 			j = i + 1;
@@ -544,23 +579,19 @@ static int pool_issue(struct pool_copy_ctx *x)
 		err = r->h2d(r->arg, i * row, (j - i) * row);
 		x->h2d_ns += pool_now_ns() - t0;
 		if (err)
-			return err;
+			goto out;
 	}
 	/* Captures: out of the rows just delivered, into consecutive slab rows. */
-	for (i = 0; i < x->nrows; i = j) {
-		if (x->plan[i].kind != PLAN_CAPTURE) {
-			j = i + 1;
-			continue;
-		}
-		for (j = i + 1; j < x->nrows && x->plan[j].kind == PLAN_CAPTURE &&
-		     x->plan[j].slab == x->plan[i].slab &&
-		     x->plan[j].slot == x->plan[i].slot + (j - i); j++)
-			;
-		if (device_copy_dtod(p->slabs[x->plan[i].slab]->base + (uint64_t)x->plan[i].slot * row,
-				     r->dst + i * row, (j - i) * row, r->stream))
-			return -2;
+	n = pool_runs(x, PLAN_CAPTURE, dsts, srcs, sizes);
+	if (n && device_copy_dtod_many(x->p->dev, dsts, srcs, sizes, n, r->stream))
+		err = -2;
+out:
+	if (dsts != dst_stack) {
+		free(dsts);
+		free(srcs);
+		free(sizes);
 	}
-	return 0;
+	return err;
 }
 
 /*

@@ -159,6 +159,42 @@ static void sleep_ns(double ns)
 	nanosleep(&t, NULL);
 }
 
+/*
+ * The cost model's links: one per direction (host-to-device and
+ * device-to-host share PCIe rates, device-to-device has its own), each busy
+ * until a time on the monotonic clock. A copy occupies its link for n/rate
+ * after the link is free; the worker sleeps only when the link has fallen
+ * more than LINK_SLACK_NS behind, so that nanosleep's coarse granularity
+ * costs no throughput: the average rate is exact, single small copies are
+ * not delayed one by one.
+ */
+#define LINK_SLACK_NS 200000.0
+
+static pthread_mutex_t link_lock = PTHREAD_MUTEX_INITIALIZER;
+static double link_busy_until[2];
+
+static double link_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static void link_occupy(int link, double ns)
+{
+	double now = link_now_ns(), until;
+
+	pthread_mutex_lock(&link_lock);
+	if (link_busy_until[link] < now)
+		link_busy_until[link] = now;
+	link_busy_until[link] += ns;
+	until = link_busy_until[link];
+	pthread_mutex_unlock(&link_lock);
+	if (until - now > LINK_SLACK_NS)
+		sleep_ns(until - now - LINK_SLACK_NS / 2);
+}
+
 /* Runs one operation on the worker, without the lock. */
 static void op_run(struct CUstream_st *s, struct fc_op *op)
 {
@@ -171,7 +207,7 @@ static void op_run(struct CUstream_st *s, struct fc_op *op)
 		gbps = op->dir == DIR_D2D ? fc.cfg.d2d_gbps
 		       : op->dir == DIR_H2H ? 0 : fc.cfg.h2d_gbps;
 		if (gbps > 0)
-			sleep_ns((double)op->n / gbps);
+			link_occupy(op->dir == DIR_D2D, (double)op->n / gbps);
 		memcpy(fc_dev_rw(op->dst), fc_dev_rw(op->staging ? op->staging : op->src), op->n);
 		break;
 	case OP_MEMSET:
