@@ -219,7 +219,9 @@ static int vp_is_h2d(const void *dst, const void *src, enum cudaMemcpyKind kind,
 	}
 	if (kind == cudaMemcpyHostToDevice)
 		return 1;
-	if (*dkind != DEV_MEM_DEVICE)
+	/* Managed memory is the device's, as CUDA counts it; only device
+	 * memory proper goes to the pool. */
+	if (*dkind != DEV_MEM_DEVICE && *dkind != DEV_MEM_MANAGED)
 		return 0;
 	if (device_classify(src, &skind, &sdev))
 		return 0;

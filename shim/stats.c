@@ -338,14 +338,15 @@ void stats_write_summary(FILE *f)
 	else
 		snprintf(b4, sizeof(b4), "budget not decided");
 	stats_summary_line(f, "vrampool: rows %llu seen, %llu hits, %llu misses, %llu captured; "
-			   "pool %s, %s in %llu slabs of %s",
+			   "pool %s, %s in %llu slab%s of %s",
 			   (unsigned long long)stats_get(ST_ROWS_SEEN),
 			   (unsigned long long)stats_get(ST_ROWS_HITS),
 			   (unsigned long long)stats_get(ST_ROWS_MISSES),
 			   (unsigned long long)stats_get(ST_ROWS_CAPTURED),
 			   stats_state_name(stats_state()),
 			   log_bytes(b1, sizeof(b1), stats_get(ST_POOL_BYTES)),
-			   (unsigned long long)stats_get(ST_POOL_SLABS), b4);
+			   (unsigned long long)stats_get(ST_POOL_SLABS),
+			   stats_get(ST_POOL_SLABS) == 1 ? "" : "s", b4);
 }
 
 /*

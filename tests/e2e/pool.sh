@@ -184,3 +184,19 @@ off_and_on_agree() {
 	[ "$(jget "$TMP/ab-off.json" bytes.requested)" = "$(jget "$TMP/ab-on.json" bytes.requested)" ]
 }
 check "VRAMPOOL=off and on request the same bytes and both verify" off_and_on_agree
+
+second_device() {
+	pool_run dev1 "$TRAINER" FAKECUDA_DEVICES=2 VRAMPOOL_BUDGET=64M -- $BASE --device 1 || return 1
+	grep -q 'verified OK' "$TMP/dev1.out" || return 1
+	invariants dev1 --expect rows.hits=$((3 * N)) --expect rows.captured=$N
+}
+check "a pool on the second device serves its rows there" second_device
+
+hostile_rows() {
+	# every sample the same bytes, batches of one: one row pooled, every
+	# later copy a hit, and still every byte verified
+	pool_run same "$TRAINER" VRAMPOOL_BUDGET=64M -- --samples 64 --row $ROW --batch 1 --epochs 3 --dup 100 || return 1
+	grep -q 'verified OK' "$TMP/same.out" || return 1
+	invariants same --expect rows.captured=1 --expect rows.misses=1
+}
+check "a dataset of one repeated sample is pooled once and verifies" hostile_rows
