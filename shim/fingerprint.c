@@ -14,8 +14,8 @@
  * length alone, so the serial and parallel paths, and fingerprint_one, agree.
  *
  * Parallelism. A copy of at least FP_PARALLEL_MIN bytes that has two rows or
- * more (or one tree row) is cut into tasks: runs of whole rows of about
- * FP_TASK_BYTES, or single chunks of tree rows. Up to threads-1 workers and
+ * more (or one tree row) is cut into tasks: runs of whole rows (about 8
+ * tasks per thread, 64 KiB to 1 MiB each), or single chunks of tree rows. Up to threads-1 workers and
  * the caller take tasks from an atomic counter. One parallel job runs at a
  * time (job_lock); small copies never take a lock. Workers sleep on a
  * condition variable between jobs, block every signal, and are started on
@@ -35,12 +35,26 @@
 #include <time.h>
 #include <unistd.h>
 
+/*
+ * On x86-64 built for the baseline (SSE2), also compile XXH3's AVX2 kernels
+ * under a target attribute and choose them at run time when the CPU has
+ * AVX2: about 2.5 times the SSE2 speed. The hash value does not depend on
+ * the kernel (checked once at start).
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__AVX2__)
+#define FP_DISPATCH_AVX2 1
+#define XXH_X86DISPATCH
+#define XXH_DISPATCH_AVX2 1
+#define XXH_TARGET_AVX2 __attribute__((__target__("avx2")))
+#include <immintrin.h>
+#endif
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #define FP_SECRET_SIZE 192                 /* XXH3's default secret size */
 #define FP_PARALLEL_MIN (1ull << 20)       /* copies below this: caller alone */
-#define FP_TASK_BYTES (256ull << 10)       /* bytes of whole rows per task */
+#define FP_TASK_MIN (64ull << 10)          /* bytes of whole rows per task: */
+#define FP_TASK_MAX (1ull << 20)           /* about 8 tasks per thread, clamped */
 #define FP_CHUNK (4ull << 20)              /* tree chunk; longer rows are trees */
 #define FP_MAX_THREADS 64
 #define FP_DEFAULT_MAX_THREADS 8
@@ -77,6 +91,7 @@ struct fp_workers {
 static unsigned char fp_row_secret[FP_SECRET_SIZE];
 static unsigned char fp_tree_secret[FP_SECRET_SIZE];
 static atomic_int fp_ready;                /* secrets generated */
+static int fp_avx2;                        /* use the AVX2 kernels */
 static atomic_uint fp_threads;             /* configured count, caller included */
 
 static pthread_mutex_t fp_init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -97,9 +112,10 @@ static uint64_t fp_now_ns(void)
 }
 
 /*
- * Fills buf with n random bytes from getrandom(2), falling back to
- * /dev/urandom and, if both fail, to the clock, pid and an address (weak,
- * but never fatal to the host program).
+ * Fills buf with n random bytes from getrandom(2) without blocking; if that
+ * fails (too early in boot, or no such call), from /dev/urandom; if both
+ * fail, from the clock, pid and an address (weak, but never fatal to the
+ * host program).
  */
 static void fp_random_bytes(unsigned char *buf, size_t n)
 {
@@ -108,7 +124,7 @@ static void fp_random_bytes(unsigned char *buf, size_t n)
 	int fd;
 
 	while (got < n) {
-		ssize_t r = getrandom(buf + got, n - got, 0);
+		ssize_t r = getrandom(buf + got, n - got, GRND_NONBLOCK);
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -148,22 +164,6 @@ static void fp_secrets_from(const unsigned char *material, size_t len)
 			    material + len / 2, len - len / 2);
 }
 
-/* Generates the process secrets once; safe to call from any thread. */
-static void fp_ensure_secret(void)
-{
-	unsigned char material[64];
-
-	if (atomic_load_explicit(&fp_ready, memory_order_acquire))
-		return;
-	pthread_mutex_lock(&fp_init_lock);
-	if (!atomic_load_explicit(&fp_ready, memory_order_relaxed)) {
-		fp_random_bytes(material, sizeof(material));
-		fp_secrets_from(material, sizeof(material));
-		atomic_store_explicit(&fp_ready, 1, memory_order_release);
-	}
-	pthread_mutex_unlock(&fp_init_lock);
-}
-
 /* Returns the default thread count: online CPUs, at most 8. */
 static unsigned fp_default_threads(void)
 {
@@ -184,11 +184,72 @@ static struct fp fp_from_xxh(XXH128_hash_t h)
 	return f;
 }
 
+#ifdef FP_DISPATCH_AVX2
+/* XXH3-128's long-input loop (over 240 bytes) with the AVX2 kernels. */
+static XXH_TARGET_AVX2 XXH128_hash_t fp_long_avx2(const void *XXH_RESTRICT p, size_t len,
+						  XXH64_hash_t seed,
+						  const void *XXH_RESTRICT secret,
+						  size_t secret_len)
+{
+	(void)seed;
+	return XXH3_hashLong_128b_internal(p, len, secret, secret_len,
+					   XXH3_accumulate_512_avx2, XXH3_scrambleAcc_avx2);
+}
+#endif
+
+/* XXH3-128 of p with secret, with the kernels chosen at start. */
+static XXH128_hash_t fp_xxh128(const void *p, size_t len, const unsigned char *secret)
+{
+#ifdef FP_DISPATCH_AVX2
+	if (fp_avx2)
+		return XXH3_128bits_internal(p, len, 0, secret, FP_SECRET_SIZE, fp_long_avx2);
+#endif
+	return XXH3_128bits_withSecret(p, len, secret, FP_SECRET_SIZE);
+}
+
+/*
+ * Chooses the AVX2 kernels when the CPU has them and they agree with the
+ * baseline on a test input. Called under fp_init_lock with the secrets set.
+ */
+static void fp_pick_kernels(void)
+{
+#ifdef FP_DISPATCH_AVX2
+	unsigned char probe[4096];
+	XXH128_hash_t a, b;
+
+	__builtin_cpu_init();
+	if (!__builtin_cpu_supports("avx2"))
+		return;
+	for (size_t i = 0; i < sizeof(probe); i++)
+		probe[i] = (unsigned char)(i * 131 + (i >> 8));
+	a = XXH3_128bits_withSecret(probe, sizeof(probe), fp_row_secret, FP_SECRET_SIZE);
+	b = XXH3_128bits_internal(probe, sizeof(probe), 0, fp_row_secret, FP_SECRET_SIZE,
+				  fp_long_avx2);
+	fp_avx2 = XXH128_isEqual(a, b);
+#endif
+}
+
 /* Hashes one chunk of a tree row, or one whole short row, with the row secret. */
 static struct fp fp_hash_flat(const unsigned char *p, uint64_t len)
 {
-	return fp_from_xxh(XXH3_128bits_withSecret(p, (size_t)len, fp_row_secret,
-						   sizeof(fp_row_secret)));
+	return fp_from_xxh(fp_xxh128(p, (size_t)len, fp_row_secret));
+}
+
+/* Generates the process secrets once; safe to call from any thread. */
+static void fp_ensure_secret(void)
+{
+	unsigned char material[64];
+
+	if (atomic_load_explicit(&fp_ready, memory_order_acquire))
+		return;
+	pthread_mutex_lock(&fp_init_lock);
+	if (!atomic_load_explicit(&fp_ready, memory_order_relaxed)) {
+		fp_random_bytes(material, sizeof(material));
+		fp_secrets_from(material, sizeof(material));
+		fp_pick_kernels();
+		atomic_store_explicit(&fp_ready, 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&fp_init_lock);
 }
 
 /* Number of FP_CHUNK chunks of a tree row of len bytes. */
@@ -406,7 +467,10 @@ static int fp_rows_parallel(const unsigned char *src, uint64_t row, uint64_t nro
 		if (!job.digests)
 			return -ENOMEM;
 	} else {
-		job.rows_per_task = FP_TASK_BYTES / row;
+		uint64_t task = row * nrows / (8ull * atomic_load(&fp_threads) + 1);
+
+		task = task < FP_TASK_MIN ? FP_TASK_MIN : task > FP_TASK_MAX ? FP_TASK_MAX : task;
+		job.rows_per_task = task / row;
 		if (job.rows_per_task == 0)
 			job.rows_per_task = 1;
 		job.ntasks = (nrows + job.rows_per_task - 1) / job.rows_per_task;
@@ -501,6 +565,7 @@ void fingerprint_set_seed_for_tests(uint64_t seed)
 	}
 	pthread_mutex_lock(&fp_init_lock);
 	fp_secrets_from(material, sizeof(material));
+	fp_pick_kernels();
 	atomic_store_explicit(&fp_ready, 1, memory_order_release);
 	pthread_mutex_unlock(&fp_init_lock);
 }

@@ -26,7 +26,9 @@ static inline int fp_equal(const struct fp *a, const struct fp *b)
 /*
  * Sets up the module: threads is the worker count (0: chosen from the CPU
  * count, at most 8; 1: no workers, the caller hashes). Generates the secret.
- * Returns 0 or a negative errno. Idempotent.
+ * Returns 0 or a negative errno. Idempotent; called again with another
+ * count, later parallel jobs use the new count (tests, benchmarks). Not
+ * calling it at all is the same as fingerprint_init(0) on first use.
  */
 int fingerprint_init(unsigned threads);
 

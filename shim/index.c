@@ -30,6 +30,7 @@
 #include <string.h>
 
 #define IX_MIN_CAP 2
+#define IX_SLOT_BYTES (sizeof(struct fp) + sizeof(uint32_t))
 
 /* The key array at the start of the table. */
 static struct fp *ix_keys(const struct index *ix)
@@ -115,9 +116,9 @@ static int ix_resize(struct index *ix, size_t newcap)
 	uint32_t *ovals, *nvals;
 	size_t ocap = ix->cap, mask = newcap - 1;
 
-	if (newcap > SIZE_MAX / (sizeof(struct fp) + sizeof(uint32_t)))
+	if (newcap > SIZE_MAX / IX_SLOT_BYTES)
 		return -ENOMEM;
-	nkeys = calloc(newcap, sizeof(struct fp) + sizeof(uint32_t));
+	nkeys = calloc(newcap, IX_SLOT_BYTES);
 	if (!nkeys)
 		return -ENOMEM;
 	nvals = (uint32_t *)(nkeys + newcap);
@@ -314,7 +315,7 @@ size_t index_remove_if(struct index *ix, int (*pred)(uint32_t val, void *arg), v
 
 size_t index_bytes(const struct index *ix)
 {
-	return ix->cap * (sizeof(struct fp) + sizeof(uint32_t));
+	return ix->cap * IX_SLOT_BYTES;
 }
 
 void index_release(struct index *ix)

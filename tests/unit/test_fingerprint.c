@@ -1,0 +1,300 @@
+/*
+ * Unit tests of shim/fingerprint: stability, sensitivity to every byte and
+ * to the length, keying, agreement of the parallel and serial paths (rows
+ * and the two-level tree of huge rows), concurrent callers, and a forked
+ * child that fingerprints with its own workers.
+ */
+#include <CUnit/Basic.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fingerprint.h"
+
+#define MiB (1ull << 20)
+
+/* Fills buf with a deterministic pseudo-random pattern (xorshift64). */
+static void fill_random(unsigned char *buf, size_t n, uint64_t seed)
+{
+	uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		buf[i] = (unsigned char)(x >> 32);
+	}
+}
+
+/* Allocates n pseudo-random bytes or fails the test. */
+static unsigned char *random_buffer(size_t n, uint64_t seed)
+{
+	unsigned char *buf = malloc(n);
+
+	CU_ASSERT_FATAL(buf != NULL);
+	fill_random(buf, n, seed);
+	return buf;
+}
+
+/* Whether two fingerprints are equal (a function, for CU_ASSERT). */
+static int same(struct fp a, struct fp b)
+{
+	return fp_equal(&a, &b);
+}
+
+static void test_stable_within_process(void)
+{
+	unsigned char *buf = random_buffer(4096, 1);
+	struct fp a = fingerprint_one(buf, 4096), b = fingerprint_one(buf, 4096), r;
+
+	CU_ASSERT(same(a, b));
+	fingerprint_rows(buf, 4096, 1, &r);
+	CU_ASSERT(same(a, r));
+	free(buf);
+}
+
+/* Flips one bit at each of a few positions of a len-byte buffer. */
+static void check_bit_flips(size_t len)
+{
+	unsigned char *buf = random_buffer(len, 2);
+	struct fp base = fingerprint_one(buf, len);
+	size_t pos[] = { 0, len / 2, len - 1, len > 5 * MiB ? 4 * MiB : len / 3 };
+
+	for (size_t i = 0; i < sizeof(pos) / sizeof(pos[0]); i++) {
+		for (int bit = 0; bit < 8; bit += 7) {
+			buf[pos[i]] ^= (unsigned char)(1u << bit);
+			CU_ASSERT(!same(base, fingerprint_one(buf, len)));
+			buf[pos[i]] ^= (unsigned char)(1u << bit);
+		}
+	}
+	CU_ASSERT(same(base, fingerprint_one(buf, len)));
+	free(buf);
+}
+
+static void test_one_flipped_bit_changes_it(void)
+{
+	check_bit_flips(1);
+	check_bit_flips(17);
+	check_bit_flips(3072);
+	check_bit_flips(150528);
+	check_bit_flips(9 * MiB + 5);       /* a tree row: three chunks */
+}
+
+static void test_it_depends_on_length(void)
+{
+	unsigned char *zeros = calloc(1, 256);
+	unsigned char *big = random_buffer(8 * MiB + 1, 3);
+	struct fp seen[257];
+
+	CU_ASSERT_FATAL(zeros != NULL);
+	for (size_t n = 0; n <= 256; n++) {
+		seen[n] = fingerprint_one(zeros, n);
+		for (size_t m = 0; m < n; m++)
+			CU_ASSERT(!same(seen[m], seen[n]));
+	}
+	/* Tree rows: a shorter last chunk, and exactly two full chunks. */
+	CU_ASSERT(!same(fingerprint_one(big, 8 * MiB + 1), fingerprint_one(big, 8 * MiB)));
+	CU_ASSERT(!same(fingerprint_one(big, 8 * MiB), fingerprint_one(big, 8 * MiB - 1)));
+	CU_ASSERT(!same(fingerprint_one(big, 4 * MiB + 1), fingerprint_one(big, 4 * MiB)));
+	free(zeros);
+	free(big);
+}
+
+static void test_different_secrets_give_different_fingerprints(void)
+{
+	size_t len = 6 * MiB;
+	unsigned char *buf = random_buffer(len, 4);
+	struct fp a, b, a_again, ta, tb;
+
+	fingerprint_set_seed_for_tests(1);
+	a = fingerprint_one(buf, 3072);
+	ta = fingerprint_one(buf, len);
+	fingerprint_set_seed_for_tests(2);
+	b = fingerprint_one(buf, 3072);
+	tb = fingerprint_one(buf, len);
+	fingerprint_set_seed_for_tests(1);
+	a_again = fingerprint_one(buf, 3072);
+	CU_ASSERT(!same(a, b));
+	CU_ASSERT(!same(ta, tb));
+	CU_ASSERT(same(a, a_again));
+	CU_ASSERT(same(ta, fingerprint_one(buf, len)));
+	free(buf);
+}
+
+/* Hashes nrows rows with threads threads and compares with fingerprint_one. */
+static void check_parallel_matches_serial(unsigned threads, const unsigned char *buf,
+					  uint64_t row, uint64_t nrows)
+{
+	struct fp *out = calloc(nrows, sizeof(*out));
+	uint64_t bad = 0;
+
+	CU_ASSERT_FATAL(out != NULL);
+	CU_ASSERT_FATAL(fingerprint_init(threads) == 0);
+	fingerprint_rows(buf, row, nrows, out);
+	for (uint64_t r = 0; r < nrows; r++)
+		if (!same(out[r], fingerprint_one(buf + r * row, row)))
+			bad++;
+	CU_ASSERT_EQUAL(bad, 0);
+	free(out);
+}
+
+static void test_parallel_path_matches_serial_path(void)
+{
+	unsigned char *buf = random_buffer(64 * MiB, 5);
+	uint64_t row = 3072, nrows = 16 * MiB / row;
+
+	check_parallel_matches_serial(1, buf, row, nrows);
+	check_parallel_matches_serial(4, buf, row, nrows);
+	check_parallel_matches_serial(1, buf, 64 * MiB, 1);
+	check_parallel_matches_serial(4, buf, 64 * MiB, 1);
+	check_parallel_matches_serial(3, buf, 5 * MiB + 7, 3);     /* tree rows, partial chunk */
+	check_parallel_matches_serial(2, buf, 150528, 64 * MiB / 150528);
+	check_parallel_matches_serial(2, buf, 1 * MiB + 1, 2);      /* one row per task */
+	fingerprint_shutdown();
+	free(buf);
+}
+
+/* What one concurrent caller hashes and what it must get. */
+struct caller {
+	const unsigned char *buf;
+	uint64_t row, nrows;
+	const struct fp *expect;
+	int bad;
+};
+
+/* A concurrent caller: hashes its rows many times, counts wrong results. */
+static void *caller_main(void *arg)
+{
+	struct caller *c = arg;
+	struct fp *out = calloc(c->nrows, sizeof(*out));
+
+	if (!out) {
+		c->bad = 1;
+		return NULL;
+	}
+	for (int it = 0; it < 20; it++) {
+		fingerprint_rows(c->buf, c->row, c->nrows, out);
+		for (uint64_t r = 0; r < c->nrows; r++)
+			if (!same(out[r], c->expect[r]))
+				c->bad++;
+	}
+	free(out);
+	return NULL;
+}
+
+static void test_concurrent_callers_get_correct_results(void)
+{
+	enum { CALLERS = 6 };
+	size_t len = 4 * MiB;
+	unsigned char *buf = random_buffer(len, 6);
+	uint64_t rows[CALLERS] = { 3072, 4096, 150528, 3072, 1000, 65536 };
+	uint64_t nrows[CALLERS] = { 1024, 8, 20, 16, 4000, 60 };
+	struct caller c[CALLERS];
+	struct fp *expect[CALLERS];
+	pthread_t tid[CALLERS];
+
+	fingerprint_init(3);
+	for (int i = 0; i < CALLERS; i++) {
+		expect[i] = calloc(nrows[i], sizeof(struct fp));
+		CU_ASSERT_FATAL(expect[i] != NULL);
+		for (uint64_t r = 0; r < nrows[i]; r++)
+			expect[i][r] = fingerprint_one(buf + r * rows[i], rows[i]);
+		c[i] = (struct caller){ buf, rows[i], nrows[i], expect[i], 0 };
+	}
+	for (int i = 0; i < CALLERS; i++)
+		CU_ASSERT_FATAL(pthread_create(&tid[i], NULL, caller_main, &c[i]) == 0);
+	for (int i = 0; i < CALLERS; i++) {
+		pthread_join(tid[i], NULL);
+		CU_ASSERT_EQUAL(c[i].bad, 0);
+		free(expect[i]);
+	}
+	fingerprint_shutdown();
+	free(buf);
+}
+
+static void test_forked_child_fingerprints_correctly(void)
+{
+	uint64_t row = 3072, nrows = 2 * MiB / 3072;
+	unsigned char *buf = random_buffer(row * nrows, 7);
+	struct fp *expect = calloc(nrows, sizeof(*expect));
+	struct fp got[2];
+	int fds[2], status = 0;
+	pid_t pid;
+
+	CU_ASSERT_FATAL(expect != NULL);
+	fingerprint_init(3);
+	fingerprint_rows(buf, row, nrows, expect);     /* parent's workers now exist */
+	CU_ASSERT_FATAL(pipe(fds) == 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		struct fp *out = calloc(nrows, sizeof(*out));
+		int code = 0;
+
+		close(fds[0]);
+		alarm(30);                /* a hung child fails the test, not the suite */
+		fingerprint_atfork_child();
+		if (!out)
+			_exit(3);
+		fingerprint_rows(buf, row, nrows, out);          /* starts the child's workers */
+		for (uint64_t r = 0; r < nrows; r++)
+			if (!same(out[r], expect[r]))
+				code = 2;
+		got[0] = out[0];
+		got[1] = out[nrows - 1];
+		if (write(fds[1], got, sizeof(got)) != (ssize_t)sizeof(got))
+			code = 4;
+		fingerprint_shutdown();
+		_exit(code);
+	}
+	close(fds[1]);
+	CU_ASSERT(read(fds[0], got, sizeof(got)) == (ssize_t)sizeof(got));
+	close(fds[0]);
+	CU_ASSERT(waitpid(pid, &status, 0) == pid);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CU_ASSERT(same(got[0], expect[0]));
+	CU_ASSERT(same(got[1], expect[nrows - 1]));
+	/* The parent's workers still serve it. */
+	fingerprint_rows(buf, row, nrows, expect);
+	CU_ASSERT(same(got[1], expect[nrows - 1]));
+	fingerprint_shutdown();
+	free(expect);
+	free(buf);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned failures;
+
+	alarm(120);     /* a deadlock kills the suite (a failure), not the test run */
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	s = CU_add_suite("fingerprint", NULL, NULL);
+	if (!s ||
+	    !CU_add_test(s, "the fingerprint of the same bytes is stable within a process",
+			 test_stable_within_process) ||
+	    !CU_add_test(s, "one flipped bit in the first, middle or last byte changes it",
+			 test_one_flipped_bit_changes_it) ||
+	    !CU_add_test(s, "the fingerprint depends on the length",
+			 test_it_depends_on_length) ||
+	    !CU_add_test(s, "different secrets give different fingerprints of the same bytes",
+			 test_different_secrets_give_different_fingerprints) ||
+	    !CU_add_test(s, "the parallel path gives exactly the per-row results of the serial path",
+			 test_parallel_path_matches_serial_path) ||
+	    !CU_add_test(s, "concurrent callers from several threads get correct results",
+			 test_concurrent_callers_get_correct_results) ||
+	    !CU_add_test(s, "a forked child fingerprints correctly with its own workers",
+			 test_forked_child_fingerprints_correctly)) {
+		CU_cleanup_registry();
+		return 2;
+	}
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failures = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,370 @@
+/*
+ * Unit tests of shim/index: the basic operations, growth to two million
+ * entries within the 48-byte-per-entry bound, bulk removal by value
+ * (remove_if), random operation sequences checked against a reference, and
+ * keys that collide in their low bits.
+ */
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index.h"
+
+/* A xorshift64 generator, so that runs are reproducible. */
+static uint64_t rng_next(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* A random key; never the all-zero key in practice. */
+static struct fp random_key(uint64_t *x)
+{
+	struct fp k;
+
+	k.lo = rng_next(x);
+	k.hi = rng_next(x);
+	return k;
+}
+
+static void test_insert_lookup_remove(void)
+{
+	struct index ix;
+	struct fp a = { 1, 2 }, b = { 3, 4 }, zero = { 0, 0 };
+	uint32_t v = 0;
+
+	CU_ASSERT_FATAL(index_init(&ix, 0) == 0);
+	CU_ASSERT(index_lookup(&ix, &a, &v) == -ENOENT);
+	CU_ASSERT(index_remove(&ix, &a) == -ENOENT);
+	CU_ASSERT(index_insert(&ix, &a, 10) == 0);
+	CU_ASSERT(index_insert(&ix, &b, 20) == 0);
+	CU_ASSERT(index_insert(&ix, &zero, 30) == 0);   /* the empty-slot marker is a key too */
+	CU_ASSERT(ix.count == 3);
+	CU_ASSERT(index_lookup(&ix, &a, &v) == 0 && v == 10);
+	CU_ASSERT(index_lookup(&ix, &b, &v) == 0 && v == 20);
+	CU_ASSERT(index_lookup(&ix, &zero, &v) == 0 && v == 30);
+	CU_ASSERT(index_remove(&ix, &a) == 0);
+	CU_ASSERT(index_lookup(&ix, &a, &v) == -ENOENT);
+	CU_ASSERT(index_lookup(&ix, &b, &v) == 0 && v == 20);
+	CU_ASSERT(index_remove(&ix, &zero) == 0);
+	CU_ASSERT(index_lookup(&ix, &zero, &v) == -ENOENT);
+	CU_ASSERT(ix.count == 1);
+	CU_ASSERT(index_bytes(&ix) > 0);
+	index_release(&ix);
+	CU_ASSERT(index_bytes(&ix) == 0 && ix.count == 0);
+	CU_ASSERT(index_lookup(&ix, &b, &v) == -ENOENT);
+	CU_ASSERT(index_insert(&ix, &b, 5) == 0);           /* reusable after release */
+	index_release(&ix);
+}
+
+static void test_duplicate_insert_keeps_old_value(void)
+{
+	struct index ix;
+	struct fp a = { 7, 8 }, zero = { 0, 0 };
+	uint32_t v = 0;
+	size_t bytes;
+
+	CU_ASSERT_FATAL(index_init(&ix, 0) == 0);
+	CU_ASSERT(index_insert(&ix, &a, 1) == 0);
+	bytes = index_bytes(&ix);
+	CU_ASSERT(index_insert(&ix, &a, 2) == -EEXIST);
+	CU_ASSERT(index_bytes(&ix) == bytes);                /* no growth for a duplicate */
+	CU_ASSERT(index_lookup(&ix, &a, &v) == 0 && v == 1);
+	CU_ASSERT(index_insert(&ix, &zero, 3) == 0);
+	CU_ASSERT(index_insert(&ix, &zero, 4) == -EEXIST);
+	CU_ASSERT(index_lookup(&ix, &zero, &v) == 0 && v == 3);
+	CU_ASSERT(ix.count == 2);
+	index_release(&ix);
+
+	/* The same in a table that does not need to grow for the new entry. */
+	uint64_t seed = 5;
+	struct fp keys[100];
+	size_t wrong = 0;
+
+	CU_ASSERT_FATAL(index_init(&ix, 1000) == 0);
+	for (int i = 0; i < 100; i++) {
+		keys[i] = random_key(&seed);
+		wrong += index_insert(&ix, &keys[i], (uint32_t)i) != 0;
+	}
+	bytes = index_bytes(&ix);
+	for (int i = 0; i < 100; i++)
+		wrong += index_insert(&ix, &keys[i], 1000u + (uint32_t)i) != -EEXIST;
+	for (int i = 0; i < 100; i++)
+		wrong += index_lookup(&ix, &keys[i], &v) != 0 || v != (uint32_t)i;
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT(ix.count == 100 && index_bytes(&ix) == bytes);
+	index_release(&ix);
+}
+
+/* The index grown to N entries with values 0..N-1, and its keys. */
+struct filled {
+	struct index ix;
+	struct fp *keys;
+	size_t n;
+};
+
+/* Inserts n random keys; checks the byte bound after every insert. */
+static void fill(struct filled *f, size_t n, uint64_t seed)
+{
+	size_t over = 0, failed = 0;
+
+	f->n = n;
+	f->keys = malloc(n * sizeof(*f->keys));
+	CU_ASSERT_FATAL(f->keys != NULL);
+	CU_ASSERT_FATAL(index_init(&f->ix, 0) == 0);
+	for (size_t i = 0; i < n; i++) {
+		f->keys[i] = random_key(&seed);
+		if (index_insert(&f->ix, &f->keys[i], (uint32_t)i) != 0)
+			failed++;
+		if (index_bytes(&f->ix) > 48 * f->ix.count)
+			over++;
+	}
+	CU_ASSERT_EQUAL(failed, 0);
+	CU_ASSERT_EQUAL(over, 0);
+	CU_ASSERT_EQUAL(f->ix.count, n);
+}
+
+static void test_growth_to_two_million_keeps_every_entry(void)
+{
+	struct filled f;
+	size_t missing = 0, boundaries = 0;
+	uint32_t v;
+
+	fill(&f, 2000000, 11);
+	for (size_t i = 0; i < f.n; i++)
+		if (index_lookup(&f.ix, &f.keys[i], &v) != 0 || v != (uint32_t)i)
+			missing++;
+	CU_ASSERT_EQUAL(missing, 0);
+	CU_ASSERT(index_bytes(&f.ix) <= 48 * f.n);
+	index_release(&f.ix);
+
+	/* Every power-of-two count, right before and right after each growth. */
+	CU_ASSERT_FATAL(index_init(&f.ix, 0) == 0);
+	for (size_t i = 0; i < f.n; i++) {
+		size_t cap = f.ix.cap, c = i + 1;
+
+		index_insert(&f.ix, &f.keys[i], (uint32_t)i);
+		if ((c & (c - 1)) == 0 || f.ix.cap != cap) {
+			boundaries++;
+			CU_ASSERT(index_bytes(&f.ix) <= 48 * c);
+		}
+	}
+	CU_ASSERT(boundaries >= 30);    /* 21 powers of two, 21 growths, some shared */
+	index_release(&f.ix);
+	free(f.keys);
+}
+
+static int is_odd(uint32_t val, void *arg)
+{
+	(void)arg;
+	return val & 1;
+}
+
+/* A slab of values [lo, hi). */
+struct range {
+	uint32_t lo, hi;
+};
+
+static int in_range(uint32_t val, void *arg)
+{
+	struct range *r = arg;
+
+	return val >= r->lo && val < r->hi;
+}
+
+static void test_remove_if_keeps_the_rest(void)
+{
+	struct filled f;
+	struct range slab = { 100000, 150000 };
+	size_t wrong = 0;
+	uint32_t v;
+
+	fill(&f, 300000, 12);
+	CU_ASSERT(index_remove_if(&f.ix, is_odd, NULL) == 150000);
+	CU_ASSERT(f.ix.count == 150000);
+	CU_ASSERT(index_remove_if(&f.ix, in_range, &slab) == 25000);
+	CU_ASSERT(f.ix.count == 125000);
+	for (size_t i = 0; i < f.n; i++) {
+		int gone = (i & 1) || (i >= slab.lo && i < slab.hi);
+		int rc = index_lookup(&f.ix, &f.keys[i], &v);
+
+		if (gone ? rc != -ENOENT : (rc != 0 || v != (uint32_t)i))
+			wrong++;
+	}
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT(index_bytes(&f.ix) <= 48 * f.ix.count);   /* shrunk after the removals */
+	slab = (struct range){ 0, UINT32_MAX };
+	CU_ASSERT(index_remove_if(&f.ix, in_range, &slab) == 125000);
+	CU_ASSERT(f.ix.count == 0 && index_bytes(&f.ix) == 0);
+	index_release(&f.ix);
+	free(f.keys);
+}
+
+/* A reference entry: the key, whether it is present, its value. */
+struct ref {
+	struct fp key;
+	int present;
+	uint32_t val;
+};
+
+/* Checks every reference key against the index; returns the mismatches. */
+static size_t check_against(const struct index *ix, const struct ref *ref, size_t n)
+{
+	size_t wrong = 0, present = 0;
+	uint32_t v;
+
+	for (size_t i = 0; i < n; i++) {
+		int rc = index_lookup(ix, &ref[i].key, &v);
+
+		present += ref[i].present;
+		if (ref[i].present ? rc != 0 || v != ref[i].val : rc != -ENOENT)
+			wrong++;
+	}
+	return wrong + (present != ix->count);
+}
+
+/*
+ * Drives random inserts, removals, lookups and slab removals over a fixed
+ * set of candidate keys, a third of which share their low 20 bits so that
+ * long probe runs, wraparound and displacement all occur.
+ */
+static void run_random_sequence(uint64_t seed, size_t nkeys, size_t ops)
+{
+	struct ref *ref = calloc(nkeys, sizeof(*ref));
+	struct index ix;
+	size_t wrong = 0;
+	uint32_t v;
+
+	CU_ASSERT_FATAL(ref != NULL);
+	CU_ASSERT_FATAL(index_init(&ix, 0) == 0);
+	for (size_t i = 0; i < nkeys; i++) {
+		ref[i].key = random_key(&seed);
+		if (i % 3 == 0)
+			ref[i].key.lo = (ref[i].key.lo & ~0xFFFFFull) | 0xABCDEull;
+		if (i % 7 == 0)
+			ref[i].key.lo |= 0xFFFFFull;     /* homes at the end: wraparound */
+	}
+	for (size_t op = 0; op < ops; op++) {
+		struct ref *r = &ref[rng_next(&seed) % nkeys];
+		uint32_t val = (uint32_t)rng_next(&seed);
+		int rc;
+
+		switch (rng_next(&seed) % 8) {
+		case 0: case 1: case 2:
+			rc = index_insert(&ix, &r->key, val);
+			if (rc != (r->present ? -EEXIST : 0))
+				wrong++;
+			if (!r->present) {
+				r->present = 1;
+				r->val = val;
+			}
+			break;
+		case 3: case 4:
+			rc = index_remove(&ix, &r->key);
+			if (rc != (r->present ? 0 : -ENOENT))
+				wrong++;
+			r->present = 0;
+			break;
+		case 5: case 6:
+			rc = index_lookup(&ix, &r->key, &v);
+			if (r->present ? rc != 0 || v != r->val : rc != -ENOENT)
+				wrong++;
+			break;
+		default:
+			if (rng_next(&seed) % 64 == 0) {
+				struct range slab = { val, val + (UINT32_MAX / 4) };
+				size_t expect = 0;
+
+				if (slab.hi < slab.lo)
+					slab.hi = UINT32_MAX;
+				for (size_t i = 0; i < nkeys; i++)
+					if (ref[i].present && in_range(ref[i].val, &slab)) {
+						ref[i].present = 0;
+						expect++;
+					}
+				if (index_remove_if(&ix, in_range, &slab) != expect)
+					wrong++;
+			}
+		}
+		if (op % 5000 == 0)
+			wrong += check_against(&ix, ref, nkeys);
+	}
+	wrong += check_against(&ix, ref, nkeys);
+	CU_ASSERT_EQUAL(wrong, 0);
+	index_release(&ix);
+	free(ref);
+}
+
+static void test_random_sequences_match_a_reference(void)
+{
+	run_random_sequence(21, 64, 20000);         /* a tiny table, many growths and shrinks */
+	run_random_sequence(22, 3000, 200000);
+	run_random_sequence(23, 40000, 300000);
+}
+
+static void test_keys_with_colliding_low_bits_still_work(void)
+{
+	enum { N = 3000 };
+	struct fp *keys = malloc(N * sizeof(*keys));
+	struct index ix;
+	uint64_t seed = 31;
+	size_t wrong = 0;
+	uint32_t v;
+
+	CU_ASSERT_FATAL(keys != NULL);
+	CU_ASSERT_FATAL(index_init(&ix, 16) == 0);
+	for (size_t i = 0; i < N; i++) {
+		keys[i] = random_key(&seed);
+		keys[i].lo = (keys[i].lo << 32) | 0x12345678u;    /* identical low 32 bits */
+		if (index_insert(&ix, &keys[i], (uint32_t)i) != 0)
+			wrong++;
+	}
+	for (size_t i = 0; i < N; i += 2)
+		if (index_remove(&ix, &keys[i]) != 0)
+			wrong++;
+	for (size_t i = 0; i < N; i++) {
+		int rc = index_lookup(&ix, &keys[i], &v);
+
+		if (i % 2 == 0 ? rc != -ENOENT : rc != 0 || v != (uint32_t)i)
+			wrong++;
+	}
+	CU_ASSERT(index_remove_if(&ix, is_odd, NULL) == N / 2);
+	CU_ASSERT(ix.count == 0);
+	CU_ASSERT_EQUAL(wrong, 0);
+	index_release(&ix);
+	free(keys);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned failures;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	s = CU_add_suite("index", NULL, NULL);
+	if (!s ||
+	    !CU_add_test(s, "inserted keys are found and removed keys are gone",
+			 test_insert_lookup_remove) ||
+	    !CU_add_test(s, "inserting an existing key returns -EEXIST and keeps the old value",
+			 test_duplicate_insert_keeps_old_value) ||
+	    !CU_add_test(s, "growing from empty to two million entries keeps every entry within 48 bytes each",
+			 test_growth_to_two_million_keeps_every_entry) ||
+	    !CU_add_test(s, "removing every other value and a slab's value range keeps the rest",
+			 test_remove_if_keeps_the_rest) ||
+	    !CU_add_test(s, "random insert and remove sequences match a reference",
+			 test_random_sequences_match_a_reference) ||
+	    !CU_add_test(s, "keys with identical low 32 bits still work",
+			 test_keys_with_colliding_low_bits_still_work)) {
+		CU_cleanup_registry();
+		return 2;
+	}
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failures = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return failures ? 1 : 0;
+}
