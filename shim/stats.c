@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -39,12 +40,42 @@ static const char *const state_names[] = {
 	[POOL_LATCHED] = "latched",
 };
 
+__thread struct stats_thread *stats_self;
+static struct stats_thread *_Atomic stats_threads;
+
+struct stats_thread *stats_thread_new(void)
+{
+	struct stats_thread *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->next = atomic_load(&stats_threads);
+	while (!atomic_compare_exchange_weak(&stats_threads, &t->next, t))
+		;
+	stats_self = t;
+	return t;
+}
+
+uint64_t stats_get(enum stat_id id)
+{
+	uint64_t sum = atomic_load_explicit(&stats_global.v[id], memory_order_relaxed);
+
+	for (struct stats_thread *t = atomic_load(&stats_threads); t; t = t->next)
+		sum += atomic_load_explicit(&t->v[id], memory_order_relaxed);
+	return sum;
+}
+
 void stats_reset(int enabled, const char *layout)
 {
 	int i;
 
 	for (i = 0; i < ST__COUNT; i++)
 		atomic_store_explicit(&stats_global.v[i], 0, memory_order_relaxed);
+	/* Blocks of other threads are zeroed too: after fork they belong to
+	 * threads that do not exist in the child. */
+	for (struct stats_thread *t = atomic_load(&stats_threads); t; t = t->next)
+		for (i = 0; i < ST__COUNT; i++)
+			atomic_store_explicit(&t->v[i], 0, memory_order_relaxed);
 	for (i = 0; i < STATS_MAX_SIZES; i++) {
 		atomic_store_explicit(&stats_global.size_key[i], 0, memory_order_relaxed);
 		atomic_store_explicit(&stats_global.size_calls[i], 0, memory_order_relaxed);
@@ -106,7 +137,9 @@ void stats_note_size(uint64_t n)
 
 void stats_mark_used(void)
 {
-	atomic_store_explicit(&stats_global.used, 1, memory_order_relaxed);
+	/* Read first: a store on every call would bounce the line between threads. */
+	if (!atomic_load_explicit(&stats_global.used, memory_order_relaxed))
+		atomic_store_explicit(&stats_global.used, 1, memory_order_relaxed);
 }
 
 /*

@@ -2,7 +2,8 @@
  * stats: the counters of DESIGN.md's stats JSON, the exit summary and the
  * JSON dump.
  *
- * Counters are relaxed atomics in one global struct (stats_global), written
+ * Counters are relaxed atomics, per thread (below) plus a global part in
+ * stats_global, written
  * by any thread with stats_add; readers see a consistent-enough snapshot
  * (each field exact, fields not mutually synchronised). The pool's gauges
  * (state, budget, bytes, slabs, probe) are set by the pool with stats_set.
@@ -72,14 +73,40 @@ struct stats {
 
 extern struct stats stats_global;
 
+/*
+ * Counters are kept per thread, so that concurrent callers never write a
+ * shared cache line on the copy path: each thread that counts gets a block
+ * (allocated on its first count, linked into a list, kept after the thread
+ * exits so its counts stay in the totals). Only the owning thread writes
+ * its block; readers sum the blocks with relaxed loads. Gauges that go up
+ * and down (rows pooled, slab bytes) are sums of per-thread deltas, modulo
+ * 2^64. stats_set writes the global part and is for values nobody adds to.
+ */
+struct stats_thread {
+	_Atomic uint64_t v[ST__COUNT];
+	struct stats_thread *next;
+};
+
+extern __thread struct stats_thread *stats_self;
+
+/* Allocates and links the calling thread's block; NULL when out of memory. */
+struct stats_thread *stats_thread_new(void);
+
 static inline void stats_add(enum stat_id id, uint64_t n)
 {
-	atomic_fetch_add_explicit(&stats_global.v[id], n, memory_order_relaxed);
+	struct stats_thread *t = stats_self;
+
+	if (__builtin_expect(!t, 0) && !(t = stats_thread_new())) {
+		atomic_fetch_add_explicit(&stats_global.v[id], n, memory_order_relaxed);
+		return;
+	}
+	atomic_store_explicit(&t->v[id], atomic_load_explicit(&t->v[id], memory_order_relaxed) + n,
+			      memory_order_relaxed);
 }
 
 static inline void stats_sub(enum stat_id id, uint64_t n)
 {
-	atomic_fetch_sub_explicit(&stats_global.v[id], n, memory_order_relaxed);
+	stats_add(id, (uint64_t)0 - n);
 }
 
 static inline void stats_set(enum stat_id id, uint64_t n)
@@ -87,10 +114,8 @@ static inline void stats_set(enum stat_id id, uint64_t n)
 	atomic_store_explicit(&stats_global.v[id], n, memory_order_relaxed);
 }
 
-static inline uint64_t stats_get(enum stat_id id)
-{
-	return atomic_load_explicit(&stats_global.v[id], memory_order_relaxed);
-}
+/* Returns the total of id: the global part plus every thread's block. */
+uint64_t stats_get(enum stat_id id);
 
 /*
  * Zeroes every counter and the size table, clears used, sets the fixed
