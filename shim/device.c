@@ -134,21 +134,27 @@ static int device_err(CUresult r)
 	}
 }
 
-int device_classify(const void *p, enum dev_mem *kind, int *ordinal)
+int device_classify(const void *p, enum dev_mem *kind, int *ordinal, uint64_t *end)
 {
-	CUpointer_attribute attrs[3] = {
+	CUpointer_attribute attrs[5] = {
 		CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
 		CU_POINTER_ATTRIBUTE_IS_MANAGED,
 		CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+		CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+		CU_POINTER_ATTRIBUTE_RANGE_SIZE,
 	};
 	unsigned int type = 0;
 	unsigned int managed = 0;
 	int dev = -1;
-	void *data[3] = { &type, &managed, &dev };
+	CUdeviceptr start = 0;
+	size_t size = 0;
+	void *data[5] = { &type, &managed, &dev, &start, &size };
 
-	if (drv.pointer_get_attributes(3, attrs, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+	if (drv.pointer_get_attributes(5, attrs, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
 		return -EIO;
 	*ordinal = dev;
+	if (end)
+		*end = start && size ? (uint64_t)start + size : 0;
 	if (managed)
 		*kind = DEV_MEM_MANAGED;
 	else if (type == CU_MEMORYTYPE_DEVICE)

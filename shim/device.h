@@ -35,8 +35,11 @@ enum dev_mem {
 /* Loads the driver once (thread-safe). Returns 0 or -ENOSYS. */
 int device_open(void);
 
-/* Classifies p. Returns 0 with *kind and *ordinal (-1 for host), or -EIO. */
-int device_classify(const void *p, enum dev_mem *kind, int *ordinal);
+/*
+ * Classifies p. Returns 0 with *kind, *ordinal (-1 for host) and, when end
+ * is not NULL, the end of the allocation p lies in (0 when unknown), or -EIO.
+ */
+int device_classify(const void *p, enum dev_mem *kind, int *ordinal, uint64_t *end);
 
 /* Returns 0 and the device of the calling thread's current context, or -ENODEV (none yet). */
 int device_current(int *ordinal);

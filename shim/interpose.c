@@ -201,18 +201,19 @@ static void vp_count(size_t n, int matched)
  * is host-to-device, with the destination's kind and device when known.
  */
 static int vp_is_h2d(const void *dst, const void *src, enum cudaMemcpyKind kind, int want_dst,
-		     enum dev_mem *dkind, int *ddev)
+		     enum dev_mem *dkind, int *ddev, uint64_t *dend)
 {
 	enum dev_mem skind;
 	int sdev;
 
 	*dkind = DEV_MEM_UNREGISTERED;
 	*ddev = -1;
+	*dend = 0;
 	if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDefault)
 		return 0;
 	if (kind == cudaMemcpyHostToDevice && !want_dst)
 		return 1;
-	if (device_open() || device_classify(dst, dkind, ddev)) {
+	if (device_open() || device_classify(dst, dkind, ddev, dend)) {
 		/* Without the driver the direction of a Default copy is unknown. */
 		*dkind = DEV_MEM_UNREGISTERED;
 		return kind == cudaMemcpyHostToDevice;
@@ -223,7 +224,7 @@ static int vp_is_h2d(const void *dst, const void *src, enum cudaMemcpyKind kind,
 	 * memory proper goes to the pool. */
 	if (*dkind != DEV_MEM_DEVICE && *dkind != DEV_MEM_MANAGED)
 		return 0;
-	if (device_classify(src, &skind, &sdev))
+	if (device_classify(src, &skind, &sdev, NULL))
 		return 0;
 	return skind == DEV_MEM_UNREGISTERED || skind == DEV_MEM_HOST;
 }
@@ -237,7 +238,9 @@ static cudaError_t vp_copy(enum vp_entry e, void *dst, const void *src, size_t n
 {
 	struct vp_copy c = { .entry = e, .dst = dst, .src = src, .kind = kind, .stream = stream };
 	struct pool_request r;
-	enum dev_mem dkind;
+	enum dev_mem dkind, skind;
+	uint64_t dend;
+	int sdev;
 	struct pool *p;
 	dev_stream ds;
 	uint64_t row;
@@ -248,13 +251,21 @@ static cudaError_t vp_copy(enum vp_entry e, void *dst, const void *src, size_t n
 		return vp_copy_real(e, dst, src, n, kind, stream);
 	vp_enter();
 	row = vp_config.enabled && vp_config.has_layout ? layout_match(&vp_config.layout, n) : 0;
-	if (!vp_is_h2d(dst, src, kind, row != 0, &dkind, &ddev))
+	if (!vp_is_h2d(dst, src, kind, row != 0, &dkind, &ddev, &dend))
 		return vp_copy_real(e, dst, src, n, kind, stream);
-	if (!row || dkind != DEV_MEM_DEVICE || !real_cudaMemcpyAsync || !real_cudaMemcpyAsync_ptsz ||
+	/* The destination must hold the whole copy inside one allocation: the
+	 * pool writes it row by row, and a row past the end would land in the
+	 * neighbouring allocation instead of being refused by the runtime. */
+	if (!row || dkind != DEV_MEM_DEVICE || !dend || (uint64_t)(uintptr_t)dst + n > dend || !real_cudaMemcpyAsync || !real_cudaMemcpyAsync_ptsz ||
 	    !real_cudaStreamSynchronize)
 		goto passthrough;
 	if (device_current(&cur) || cur != ddev)
 		goto passthrough;       /* no context yet on this thread, or a peer copy */
+	/* The pool reads the source on the host: it must be host memory. A
+	 * wrong kind or pointer is the runtime's to refuse, not ours to fault on. */
+	if (!src || device_classify(src, &skind, &sdev, NULL) ||
+	    (skind != DEV_MEM_UNREGISTERED && skind != DEV_MEM_HOST))
+		goto passthrough;
 	if (e == VP_SYNC_PTDS || (e == VP_ASYNC_PTSZ && stream == NULL))
 		ds = DEV_STREAM_PER_THREAD;
 	else

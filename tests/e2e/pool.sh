@@ -200,3 +200,15 @@ hostile_rows() {
 	invariants same --expect rows.captured=1 --expect rows.misses=1
 }
 check "a dataset of one repeated sample is pooled once and verifies" hostile_rows
+
+# Careless and hostile calls: the same errors with and without the shim,
+# no crash, and after an eviction-and-retry no error left behind.
+bad_calls_same() {
+	FAKECUDA_MEM=256M "$B/apps/badcalls" >"$TMP/bad-plain.txt" 2>&1 || return 1
+	FAKECUDA_MEM=256M LD_PRELOAD="$SHIM" VRAMPOOL_LAYOUT=4096 VRAMPOOL_BUDGET=64M VRAMPOOL_SLAB=1M \
+		VRAMPOOL_QUIET=1 VRAMPOOL_STATS="$TMP/bad.json" FAKECUDA_REPORT="$TMP/bad.fake.json" \
+		"$B/apps/badcalls" >"$TMP/bad-shim.txt" 2>&1 || { cat "$TMP/bad-shim.txt"; return 1; }
+	diff "$TMP/bad-plain.txt" "$TMP/bad-shim.txt" || return 1
+	invariants bad --expect pool.evictions=1 --expect pool.oom_retries=1 --min rows.hits=1
+}
+check "bad arguments get the runtime's own errors, and a retried allocation leaves no error" bad_calls_same
