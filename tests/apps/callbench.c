@@ -8,6 +8,7 @@
  * when it is preloaded) and directly through the runtime's own definition
  * (taken with dlsym on the libcudart handle, which ignores LD_PRELOAD).
  * Rounds of the two alternate in one process, so machine noise hits both.
+ * --symbol-only skips the direct rounds (every copy then passes the shim).
  * --distinct gives every call its own source contents (misses, captured
  * once by a pool); by default all calls copy the same bytes (hits).
  */
@@ -28,7 +29,7 @@ static double callbench_now(void)
 
 int main(int argc, char **argv)
 {
-	size_t bytes = 64, calls = 20000, distinct = 0;
+	size_t bytes = 64, calls = 20000, distinct = 0, symbol_only = 0;
 	unsigned char *src;
 	void *dst;
 	cudaStream_t s;
@@ -42,8 +43,10 @@ int main(int argc, char **argv)
 			calls = strtoull(argv[++i], NULL, 0);
 		else if (strcmp(argv[i], "--distinct") == 0)
 			distinct = 1;
+		else if (strcmp(argv[i], "--symbol-only") == 0)
+			symbol_only = 1;
 		else {
-			fprintf(stderr, "usage: callbench [--bytes N] [--calls N] [--distinct]\n");
+			fprintf(stderr, "usage: callbench [--bytes N] [--calls N] [--distinct] [--symbol-only]\n");
 			return 2;
 		}
 	}
@@ -62,6 +65,9 @@ int main(int argc, char **argv)
 	for (int round = 0; round < 14; round++) {
 		__typeof__(cudaMemcpyAsync) *f = round % 2 ? direct : cudaMemcpyAsync;
 		double t0 = callbench_now(), dt;
+
+		if (symbol_only && round % 2)
+			continue;
 
 		for (size_t c = 0; c < calls; c++) {
 			const unsigned char *p = src + (distinct ? (c % 256) * bytes : 0);

@@ -212,3 +212,23 @@ bad_calls_same() {
 	invariants bad --expect pool.evictions=1 --expect pool.oom_retries=1 --min rows.hits=1
 }
 check "bad arguments get the runtime's own errors, and a retried allocation leaves no error" bad_calls_same
+
+# whole:MIN, the form for weights re-uploaded every step: each copy is one
+# row, here larger than a slab (a slab of its own size), served every time
+# after the first.
+whole_rows() {
+	LD_PRELOAD="$SHIM" VRAMPOOL_LAYOUT=whole:1M VRAMPOOL_BUDGET=64M VRAMPOOL_SLAB=1M VRAMPOOL_QUIET=1 \
+		VRAMPOOL_STATS="$TMP/whole.json" FAKECUDA_REPORT="$TMP/whole.fake.json" \
+		"$B/apps/callbench" --bytes 4194304 --calls 20 --symbol-only >"$TMP/whole.out" 2>&1 || { cat "$TMP/whole.out"; return 1; }
+	# 7 rounds of 20 copies of the same 4 MiB
+	invariants whole --expect rows.seen=140 --expect rows.captured=1 --expect rows.hits=139 \
+		--expect pool.slabs=1 --expect pool.bytes=4194304
+}
+check "whole:MIN pools a copy larger than a slab as one row and serves its repeats" whole_rows
+
+stats_path_unwritable() {
+	LD_PRELOAD="$SHIM" VRAMPOOL_STATS=/nonexistent/dir/s.json "$TRAINER" --samples 64 --epochs 1 \
+		>"$TMP/nw.out" 2>"$TMP/nw.err" || return 1
+	grep -q 'verified OK' "$TMP/nw.out" && grep -q '^vrampool: .*/nonexistent/dir/s.json' "$TMP/nw.err"
+}
+check "an unwritable VRAMPOOL_STATS costs one line, never the run" stats_path_unwritable
