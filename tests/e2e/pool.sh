@@ -87,6 +87,19 @@ dup_captures_distinct() {
 }
 check "duplicate samples are pooled once and served as hits" dup_captures_distinct
 
+# Threads share one pool: a row captured on one thread's stream is served on
+# another's, which must wait for the capture (jitter makes a missing wait fail).
+threads_share() {
+	local i
+	for i in 1 2 3; do
+		FAKECUDA_JITTER_US=300 pool_run "share$i" "$TRAINER" VRAMPOOL_BUDGET=64M -- \
+			--samples 300 --row $ROW --batch 8 --epochs 3 --dup 40 --stream threads --threads 4 --seed $i || return 1
+		grep -q 'verified OK' "$TMP/share$i.out" || return 1
+		invariants "share$i" --min rows.hits=600 || return 1
+	done
+}
+check "threads share the pool: rows captured on one stream are served on another" threads_share
+
 half_budget() {
 	# 1M slabs hold 341 rows of 3072 bytes: a 2M budget holds 682 of 1364 rows
 	local n=1364 data=$((1364 * ROW))
