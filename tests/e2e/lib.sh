@@ -13,6 +13,15 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/vrampool-e2e.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 export LD_LIBRARY_PATH=$FAKE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
+# Under `make SANITIZE=...` the vrampool command carries ASan: it then runs
+# with other preloads only if ASan does not insist on coming first, and
+# valgrind cannot run it at all (TOOL_SANITIZED tells the scripts).
+TOOL_SANITIZED=
+if ldd "$VRAMPOOL_BIN" 2>/dev/null | grep -q libasan; then
+	TOOL_SANITIZED=1
+	export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
+fi
+
 # check NAME CMD...: runs CMD (a function or a command); exit 0 passes.
 check() {
 	local name=$1; shift
