@@ -5,11 +5,12 @@
 #   make demo            the trainer with and without the shim, then the A/B report
 #   make bench           benchmarks (ratios against baselines measured in the same run)
 #   make install PREFIX=/usr/local
-#   make SANITIZE=address,undefined test   sanitizers on the shim's modules and tools too
+#   make clean; make SANITIZE=address,undefined test   the vrampool command sanitized too
 #
-# The unit tests are always built with AddressSanitizer and UBSan
-# (UNIT_SANITIZE); the preloaded library is not, since a sanitized preload
-# needs its runtime loaded first by every host program.
+# The unit tests (the shim's modules linked directly) are always built with
+# AddressSanitizer and UBSan (UNIT_SANITIZE); the preloaded library is not,
+# since a sanitized preload needs its runtime loaded first by every host
+# program. Objects do not track flags: make clean when SANITIZE changes.
 
 CUDA_HOME ?= /usr/local/cuda
 PREFIX    ?= /usr/local
