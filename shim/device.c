@@ -41,6 +41,7 @@ static struct {
 	__typeof__(cuStreamSynchronize) *stream_synchronize;
 	__typeof__(cuStreamCreate) *stream_create;
 	__typeof__(cuMemcpyBatchAsync_v2) *memcpy_batch_async;   /* CUDA 12.8+, may be NULL */
+	__typeof__(cuThreadExchangeStreamCaptureMode) *exchange_capture_mode;   /* may be NULL */
 } drv;
 
 /*
@@ -105,6 +106,7 @@ static void device_load(void)
 	err |= device_sym(h, (void **)&drv.stream_create, "cuStreamCreate");
 	/* Optional: without it every run of rows is its own copy. */
 	*(void **)&drv.memcpy_batch_async = dlsym(h, "cuMemcpyBatchAsync_v2");
+	*(void **)&drv.exchange_capture_mode = dlsym(h, "cuThreadExchangeStreamCaptureMode");
 	for (int i = 0; i < DEVICE_MAX; i++)
 		pthread_mutex_init(&device_bridges[i].lock, NULL);
 	if (err || drv.init(0) != CUDA_SUCCESS) {
@@ -398,6 +400,23 @@ int device_stream_wait(dev_stream s, dev_event ev)
 int device_stream_sync(dev_stream s)
 {
 	return device_err(drv.stream_synchronize((CUstream)s));
+}
+
+int device_capture_relax(void)
+{
+	CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+
+	if (!drv.exchange_capture_mode || drv.exchange_capture_mode(&mode) != CUDA_SUCCESS)
+		return -1;
+	return (int)mode;
+}
+
+void device_capture_restore(int mode)
+{
+	CUstreamCaptureMode m = (CUstreamCaptureMode)mode;
+
+	if (mode >= 0 && drv.exchange_capture_mode)
+		drv.exchange_capture_mode(&m);
 }
 
 void device_atfork_child(void)

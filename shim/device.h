@@ -87,6 +87,16 @@ int device_stream_wait(dev_stream s, dev_event ev);
 /* Waits for all work on stream s. */
 int device_stream_sync(dev_stream s);
 
+/*
+ * Makes the calling thread's stream-capture mode relaxed and returns the
+ * previous one (or -1 when the driver has no such call). While another
+ * stream is captured in global mode, event queries and synchronisation are
+ * "potentially unsafe" calls that would invalidate that capture; in relaxed
+ * mode the pool's own work does not. device_capture_restore puts it back.
+ */
+int device_capture_relax(void);
+void device_capture_restore(int mode);
+
 /* In a forked child: the parent's contexts are unusable here; forget them. */
 void device_atfork_child(void);
 

@@ -136,6 +136,7 @@ struct vp_copy {
 	const char *src;
 	enum cudaMemcpyKind kind;
 	cudaStream_t stream;
+	int capture_mode;       /* the program's own, restored around its copies */
 };
 
 /* Forwards a copy to the real entry point it came through. */
@@ -169,6 +170,8 @@ static int vp_copy_h2d(void *arg, uint64_t off, uint64_t len)
 	struct vp_copy *c = arg;
 	cudaError_t err;
 
+	/* The program's own copy runs under the program's capture mode. */
+	device_capture_restore(c->capture_mode);
 	switch (c->entry) {
 	case VP_ASYNC:
 	case VP_SYNC:
@@ -178,6 +181,7 @@ static int vp_copy_h2d(void *arg, uint64_t off, uint64_t len)
 		err = real_cudaMemcpyAsync_ptsz(c->dst + off, c->src + off, len, c->kind, c->stream);
 		break;
 	}
+	device_capture_relax();
 	return (int)err;
 }
 
@@ -244,7 +248,7 @@ static cudaError_t vp_copy(enum vp_entry e, void *dst, const void *src, size_t n
 	struct pool *p;
 	dev_stream ds;
 	uint64_t row;
-	int ddev, cur, capturing;
+	int ddev, cur, capturing, mode;
 	cudaError_t err;
 
 	if (vp_inside)
@@ -256,8 +260,8 @@ static cudaError_t vp_copy(enum vp_entry e, void *dst, const void *src, size_t n
 	/* The destination must hold the whole copy inside one allocation: the
 	 * pool writes it row by row, and a row past the end would land in the
 	 * neighbouring allocation instead of being refused by the runtime. */
-	if (!row || dkind != DEV_MEM_DEVICE || !dend || (uint64_t)(uintptr_t)dst + n > dend || !real_cudaMemcpyAsync || !real_cudaMemcpyAsync_ptsz ||
-	    !real_cudaStreamSynchronize)
+	if (!row || dkind != DEV_MEM_DEVICE || !dend || (uint64_t)(uintptr_t)dst + n > dend ||
+	    !real_cudaMemcpyAsync || !real_cudaMemcpyAsync_ptsz || !real_cudaStreamSynchronize)
 		goto passthrough;
 	if (device_current(&cur) || cur != ddev)
 		goto passthrough;       /* no context yet on this thread, or a peer copy */
@@ -287,7 +291,9 @@ static cudaError_t vp_copy(enum vp_entry e, void *dst, const void *src, size_t n
 		.stream = ds, .h2d = vp_copy_h2d, .arg = &c,
 	};
 	vp_inside = 1;
+	c.capture_mode = mode = device_capture_relax();
 	err = (cudaError_t)pool_copy(p, &r);
+	device_capture_restore(mode);
 	if (err == cudaSuccess && (e == VP_SYNC || e == VP_SYNC_PTDS))
 		err = real_cudaStreamSynchronize(c.stream);
 	vp_inside = 0;
