@@ -286,6 +286,7 @@ int config_load(struct config *c, const char *(*get)(const char *name))
 	c->reserve_batches = 16;
 	c->margin = 512 * MIB;
 	c->slab = 64 * MIB;
+	c->telemetry_s = 10;
 
 	bad += config_flag(get, "VRAMPOOL_VERBOSE", &c->verbose) < 0;
 	bad += config_flag(get, "VRAMPOOL_QUIET", &c->quiet) < 0;
@@ -304,6 +305,8 @@ int config_load(struct config *c, const char *(*get)(const char *name))
 	bad += config_int(get, "VRAMPOOL_THREADS", 1, 256,
 			  "is not a thread count (expected an integer from 1 to 256)", &threads) < 0;
 	c->threads = (unsigned)threads;
+	bad += config_int(get, "VRAMPOOL_TELEMETRY_S", 1, 86400,
+			  "is not an interval (expected seconds from 1 to 86400)", &c->telemetry_s) < 0;
 	bad += config_stats(c, get) < 0;
 
 	c->invalid = bad;

@@ -34,6 +34,7 @@ struct config {
 	char stats_path[4096];  /* empty: no JSON dump; "%p" not yet expanded */
 	int verbose;
 	int quiet;
+	uint64_t telemetry_s;   /* VRAMPOOL_TELEMETRY_S: seconds between verbose telemetry lines, default 10 */
 };
 
 /*

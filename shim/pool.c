@@ -27,7 +27,6 @@
 #define POOL_MAX_DEVICES 64
 #define POOL_MAX_CLASSES 64
 #define POOL_ROW_BITS_MAX 24
-#define POOL_TELEMETRY_NS (10ULL * 1000000000ULL)
 #define POOL_STACK_ROWS 256
 
 enum seg_state { SEG_PENDING, SEG_RECORDED, SEG_DONE, SEG_FAILED };
@@ -636,7 +635,7 @@ static void pool_publish(struct pool_copy_ctx *x, int ok)
 	x->captures = captured;
 }
 
-/* Under VRAMPOOL_VERBOSE, one line of telemetry per 10 seconds of activity. */
+/* Under VRAMPOOL_VERBOSE, one line of telemetry per VRAMPOOL_TELEMETRY_S (10) seconds of activity. */
 static void pool_telemetry(void)
 {
 	uint64_t now = pool_now_ns();
@@ -647,7 +646,7 @@ static void pool_telemetry(void)
 		atomic_compare_exchange_strong(&pool_last_report_ns, &last, now);
 		return;
 	}
-	if (now - last < POOL_TELEMETRY_NS ||
+	if (now - last < pool_cfg->telemetry_s * 1000000000ULL ||
 	    !atomic_compare_exchange_strong(&pool_last_report_ns, &last, now))
 		return;
 	log_line("served %llu/%llu rows from VRAM (%s PCIe saved), %llu captured, %llu pooled, pool %s/%s",

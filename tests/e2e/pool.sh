@@ -245,3 +245,13 @@ stats_path_unwritable() {
 	grep -q 'verified OK' "$TMP/nw.out" && grep -q '^vrampool: .*/nonexistent/dir/s.json' "$TMP/nw.err"
 }
 check "an unwritable VRAMPOOL_STATS costs one line, never the run" stats_path_unwritable
+
+telemetry() {
+	# each API call costs 3 ms (simulated), so the run lasts a few seconds
+	pool_run tele "$TRAINER" VRAMPOOL_BUDGET=64M VRAMPOOL_VERBOSE=1 VRAMPOOL_TELEMETRY_S=1 FAKECUDA_CALL_US=3000 -- \
+		--samples 256 --row $ROW --batch 32 --epochs 3 || return 1
+	grep -q 'verified OK' "$TMP/tele.out" || return 1
+	grep -Eq '^vrampool: served [0-9]+/[0-9]+ rows from VRAM \(.* PCIe saved\), [0-9]+ captured, [0-9]+ pooled, pool .*/.*' \
+		"$TMP/tele.err" || { cat "$TMP/tele.err"; return 1; }
+}
+check "under VRAMPOOL_VERBOSE a telemetry line comes every VRAMPOOL_TELEMETRY_S of activity" telemetry

@@ -132,6 +132,7 @@ static void assert_defaults(const struct config *c)
 	CU_ASSERT_EQUAL(c->margin, 512ULL << 20);
 	CU_ASSERT_EQUAL(c->slab, 64ULL << 20);
 	CU_ASSERT_EQUAL(c->threads, 0);
+	CU_ASSERT_EQUAL(c->telemetry_s, 10);
 	CU_ASSERT_EQUAL(c->has_layout, 0);
 	CU_ASSERT_STRING_EQUAL(c->stats_path, "");
 }
@@ -157,7 +158,7 @@ static void test_empty_is_unset(void)
 	static const char *const names[] = {
 		"VRAMPOOL", "VRAMPOOL_LAYOUT", "VRAMPOOL_BUDGET", "VRAMPOOL_PROBE_AFTER",
 		"VRAMPOOL_RESERVE_BATCHES", "VRAMPOOL_MARGIN", "VRAMPOOL_SLAB", "VRAMPOOL_THREADS",
-		"VRAMPOOL_STATS", "VRAMPOOL_VERBOSE", "VRAMPOOL_QUIET",
+		"VRAMPOOL_STATS", "VRAMPOOL_VERBOSE", "VRAMPOOL_QUIET", "VRAMPOOL_TELEMETRY_S",
 	};
 	struct config c;
 	size_t i;
@@ -260,6 +261,12 @@ static void test_counts(void)
 	CU_ASSERT_EQUAL(c.threads, 0);
 	expect_bad(&c, "VRAMPOOL_THREADS", "257", "from 1 to 256");
 	expect_bad(&c, "VRAMPOOL_THREADS", " 4", "from 1 to 256");
+
+	expect_good(&c, "VRAMPOOL_TELEMETRY_S", "1");
+	CU_ASSERT_EQUAL(c.telemetry_s, 1);
+	expect_bad(&c, "VRAMPOOL_TELEMETRY_S", "0", "seconds from 1 to 86400");
+	CU_ASSERT_EQUAL(c.telemetry_s, 10);
+	expect_bad(&c, "VRAMPOOL_TELEMETRY_S", "1m", "seconds from 1 to 86400");
 }
 
 static void test_sizes(void)
