@@ -393,11 +393,13 @@ static void pool_slab_advance(struct pool *p, struct slab *s)
 
 /*
  * Decides whether the pooled row at (slab, slot) can be served on stream:
- * returns 1 (serve; the stream waits for the row's capture if needed), 0
+ * returns 1 (serve; the stream waits for the row's capture if needed, once
+ * per event: *waited is the last event this copy waited for), 0
  * (treat as a miss: capture still being issued, or failed) or -1 (a wait
  * could not be issued). Called with p->mu held.
  */
-static int pool_row_ready(struct pool *p, struct slab *s, uint32_t slot, dev_stream stream)
+static int pool_row_ready(struct pool *p, struct slab *s, uint32_t slot, dev_stream stream,
+			  dev_event *waited)
 {
 	struct seg *g;
 
@@ -420,6 +422,10 @@ static int pool_row_ready(struct pool *p, struct slab *s, uint32_t slot, dev_str
 			g->state = SEG_DONE;
 			return 1;
 		}
+		/* One wait per capture, not per row: rows of a capture share its event. */
+		if (*waited == g->ev)
+			return 1;
+		*waited = g->ev;
 		return device_stream_wait(stream, g->ev) ? -1 : 1;
 	default:
 		return 0;
@@ -443,8 +449,8 @@ static int pool_plan(struct pool_copy_ctx *x)
 	struct pool *p = x->p;
 	int64_t open_slab = -1;
 	int admitting = p->state == POOL_ACTIVE;
+	dev_event waited = NULL;
 	int err = 0;
-
 	uint64_t i;
 
 	for (i = 0; i < x->nrows; i++) {
@@ -460,7 +466,7 @@ static int pool_plan(struct pool_copy_ctx *x)
 
 			if (!s || s->row != x->r->row)
 				continue;
-			ready = pool_row_ready(p, s, slot, x->r->stream);
+			ready = pool_row_ready(p, s, slot, x->r->stream, &waited);
 			if (ready < 0) {
 				err = -1;
 				break;
