@@ -34,6 +34,16 @@ check() {
 	fi
 }
 
+# expect STATUS REGEX CMD...: CMD exits with STATUS and its output (stdout
+# and stderr) matches the extended REGEX.
+expect() {
+	local want=$1 re=$2 out rc; shift 2
+	out=$("$@" 2>&1); rc=$?
+	printf '%s\n' "$out"
+	if [ "$rc" -ne "$want" ]; then echo "exit status $rc, expected $want"; return 1; fi
+	if ! grep -Eq -- "$re" <<<"$out"; then echo "output does not match: $re"; return 1; fi
+}
+
 # jget FILE KEY.PATH: prints one value of a JSON file (python3 is a test-only dependency).
 jget() {
 	python3 - "$1" "$2" <<'PY'

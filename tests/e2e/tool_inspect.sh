@@ -10,16 +10,6 @@ SRC=$ROOT/tests/tool
 V=$VRAMPOOL_BIN
 CC_CUDA=(gcc -std=c11 -I"$CUDA_HOME/include")
 
-# expect STATUS REGEX CMD...: CMD exits with STATUS and its output (stdout
-# and stderr) matches the extended REGEX.
-expect() {
-	local want=$1 re=$2 out rc; shift 2
-	out=$("$@" 2>&1); rc=$?
-	printf '%s\n' "$out"
-	if [ "$rc" -ne "$want" ]; then echo "exit status $rc, expected $want"; return 1; fi
-	if ! grep -Eq -- "$re" <<<"$out"; then echo "output does not match: $re"; return 1; fi
-}
-
 # ---- build the test binaries once ------------------------------------------
 cd "$TMP"
 build_log=$TMP/build.log

@@ -9,16 +9,6 @@ FIX=$ROOT/tests/tool
 V=$VRAMPOOL_BIN
 T=(--samples 160 --row 3072 --batch 16 --epochs 3 --quiet)
 
-# expect STATUS REGEX CMD...: CMD exits with STATUS and its output (stdout
-# and stderr) matches the extended REGEX.
-expect() {
-	local want=$1 re=$2 out rc; shift 2
-	out=$("$@" 2>&1); rc=$?
-	printf '%s\n' "$out"
-	if [ "$rc" -ne "$want" ]; then echo "exit status $rc, expected $want"; return 1; fi
-	if ! grep -Eq -- "$re" <<<"$out"; then echo "output does not match: $re"; return 1; fi
-}
-
 # ---- dumps from real runs ----------------------------------------------------
 cd "$TMP"
 real_runs() {
