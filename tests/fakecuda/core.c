@@ -234,6 +234,8 @@ static int device_init(int d)
 		goto out_unmap;
 	}
 	dv->ctx.dev = d;
+	dv->pool.dev = d;
+	dv->pool.reuse[0] = dv->pool.reuse[1] = dv->pool.reuse[2] = 1;
 	return 0;
 out_unmap:
 	munmap(dv->none_base, dv->cap);
@@ -310,7 +312,9 @@ static size_t block_lower(struct fc_device *dv, size_t off)
 	return lo;
 }
 
-int fc_dev_alloc(int d, size_t size, void **out)
+/* First-fit allocation in device D's arena; INTERNAL blocks (module
+ * variables) are not counted as allocations and cannot be freed. */
+static int dev_alloc(int d, size_t size, int internal, void **out)
 {
 	struct fc_device *dv;
 	size_t need, prev_end = 0, i;
@@ -348,16 +352,28 @@ int fc_dev_alloc(int d, size_t size, void **out)
 	dv->blocks[i].off = prev_end;
 	dv->blocks[i].size = need;
 	dv->blocks[i].asked = size;
+	dv->blocks[i].internal = internal;
 	dv->nblocks++;
 	dv->used += need;
 	*out = dv->none_base + prev_end;
-	fc_alloc_account((long long)need);
+	if (!internal)
+		fc_alloc_account((long long)need);
 	err = 0;
 out_unlock:
 	pthread_mutex_unlock(&fc.lock);
-	if (err == -ENOMEM)
+	if (err == -ENOMEM && !internal)
 		atomic_fetch_add(&fc_cnt.oom_errors, 1);
 	return err;
+}
+
+int fc_dev_alloc(int d, size_t size, void **out)
+{
+	return dev_alloc(d, size, 0, out);
+}
+
+int fc_dev_alloc_internal(int d, size_t size, void **out)
+{
+	return dev_alloc(d, size, 1, out);
 }
 
 /* Finds the device whose arena holds p (no lock: arenas never move). */
@@ -443,7 +459,8 @@ int fc_dev_free(const void *p)
 	}
 	dv = &fc.dev[d];
 	i = block_find_locked(d, p);
-	if (i < 0 || dv->none_base + dv->blocks[i].off != (const char *)p)
+	if (i < 0 || dv->none_base + dv->blocks[i].off != (const char *)p ||
+	    dv->blocks[i].internal)
 		goto out_unlock;
 	dv->used -= dv->blocks[i].size;
 	fc_alloc_account(-(long long)dv->blocks[i].size);
@@ -504,7 +521,8 @@ int fc_mem_classify(const void *p, size_t n, int *dev)
 }
 
 /* Records a host range (lock held by the caller). */
-static int host_add_locked(char *base, size_t size, enum fc_mem_kind kind, int d, int owned)
+static int host_add_locked(char *base, size_t size, enum fc_mem_kind kind, int d, int owned,
+			   unsigned flags)
 {
 	struct fc_hostrange *h = calloc(1, sizeof(*h));
 
@@ -515,23 +533,26 @@ static int host_add_locked(char *base, size_t size, enum fc_mem_kind kind, int d
 	h->kind = kind;
 	h->dev = d;
 	h->owned = owned;
+	h->flags = flags;
 	h->next = fc.hosts;
 	fc.hosts = h;
 	return 0;
 }
 
-int fc_host_alloc(size_t size, void **out)
+int fc_host_alloc(size_t size, unsigned flags, void **out)
 {
 	void *p;
 	int err;
 
+	if (flags & ~(unsigned)(cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined))
+		return -EINVAL;
 	if (!size)
 		size = 1;
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return -ENOMEM;
 	pthread_mutex_lock(&fc.lock);
-	err = host_add_locked(p, size, FC_PINNED, 0, 1);
+	err = host_add_locked(p, size, FC_PINNED, 0, 1, flags);
 	pthread_mutex_unlock(&fc.lock);
 	if (err) {
 		munmap(p, size);
@@ -557,7 +578,7 @@ int fc_managed_alloc(int d, size_t size, void **out)
 	p = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		goto out_unlock;
-	err = host_add_locked(p, need, FC_MANAGED, d, 1);
+	err = host_add_locked(p, need, FC_MANAGED, d, 1, 0);
 	if (err) {
 		munmap(p, need);
 		goto out_unlock;
@@ -598,12 +619,14 @@ int fc_host_free(void *p)
 	return host_remove(p, 1);
 }
 
-int fc_host_register(void *p, size_t size)
+int fc_host_register(void *p, size_t size, unsigned flags)
 {
 	struct fc_hostrange *h;
 	int err = 0;
 
-	if (!p || !size || dev_of(p) >= 0)
+	if (!p || !size || dev_of(p) >= 0 ||
+	    (flags & ~(unsigned)(cudaHostRegisterPortable | cudaHostRegisterMapped |
+				 cudaHostRegisterIoMemory | cudaHostRegisterReadOnly)))
 		return -EINVAL;
 	pthread_mutex_lock(&fc.lock);
 	for (h = fc.hosts; h; h = h->next) {
@@ -613,7 +636,7 @@ int fc_host_register(void *p, size_t size)
 		}
 	}
 	if (!err)
-		err = host_add_locked(p, size, FC_PINNED, 0, 0);
+		err = host_add_locked(p, size, FC_PINNED, 0, 0, flags);
 	pthread_mutex_unlock(&fc.lock);
 	return err;
 }
@@ -621,6 +644,21 @@ int fc_host_register(void *p, size_t size)
 int fc_host_unregister(void *p)
 {
 	return host_remove(p, 0);
+}
+
+int fc_host_flags(const void *p, unsigned *flags)
+{
+	struct fc_hostrange *h;
+	int err = -EINVAL;
+
+	pthread_mutex_lock(&fc.lock);
+	h = fc_host_find_locked(p);
+	if (h && h->kind == FC_PINNED) {
+		*flags = h->flags;
+		err = 0;
+	}
+	pthread_mutex_unlock(&fc.lock);
+	return err;
 }
 
 /* ---- ground truth ---- */
@@ -732,6 +770,7 @@ static void fork_child(void)
 	FC_COUNTERS(X)
 #undef X
 	fc_stream_forget();
+	fc_symbols_forget();
 }
 
 __attribute__((constructor)) static void fc_constructor(void)

@@ -269,16 +269,15 @@ FC_API CUresult cuMemAllocHost_v2(void **pp, size_t size)
 	DRV_ENTER_ALLOC("cuMemAllocHost_v2");
 	if (!pp)
 		return CUDA_ERROR_INVALID_VALUE;
-	return fc_drv_err(fc_host_alloc(size, pp));
+	return fc_drv_err(fc_host_alloc(size, 0, pp));
 }
 
 FC_API CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
 {
-	(void)flags;
 	DRV_ENTER_ALLOC("cuMemHostAlloc");
 	if (!pp)
 		return CUDA_ERROR_INVALID_VALUE;
-	return fc_drv_err(fc_host_alloc(size, pp));
+	return fc_drv_err(fc_host_alloc(size, flags, pp));
 }
 
 FC_API CUresult cuMemFreeHost(void *p)
@@ -289,9 +288,8 @@ FC_API CUresult cuMemFreeHost(void *p)
 
 FC_API CUresult cuMemHostRegister_v2(void *p, size_t size, unsigned int flags)
 {
-	(void)flags;
 	DRV_ENTER("cuMemHostRegister_v2", 1);
-	return fc_drv_err(fc_host_register(p, size));
+	return fc_drv_err(fc_host_register(p, size, flags));
 }
 
 FC_API CUresult cuMemHostUnregister(void *p)
@@ -511,6 +509,166 @@ FC_API CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstre
 FC_API CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream h)
 { return memset_any("cuMemsetD8Async_ptsz", 1, 0, d, v, n, h); }
 
+/* Element memsets (16- and 32-bit) and pitched ones. */
+static CUresult memset2d_any(const char *name, int ptsz, int sync, CUdeviceptr d, size_t pitch,
+			     unsigned v, unsigned esize, size_t w, size_t h, CUstream hs)
+{
+	struct CUstream_st *s;
+
+	DRV_ENTER(name, 1);
+	DRV_STREAM(hs, ptsz, s);
+	return fc_drv_err(fc_memset2d(dptr(d), pitch, v, esize, w, h, s, sync));
+}
+
+FC_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n)
+{ return memset2d_any("cuMemsetD8_v2_ptds", 1, 1, d, 0, v, 1, n, 1, NULL); }
+FC_API CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n)
+{ return memset2d_any("cuMemsetD16_v2", 0, 1, d, 0, v, 2, n, 1, NULL); }
+FC_API CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n)
+{ return memset2d_any("cuMemsetD16_v2_ptds", 1, 1, d, 0, v, 2, n, 1, NULL); }
+FC_API CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n)
+{ return memset2d_any("cuMemsetD32_v2", 0, 1, d, 0, v, 4, n, 1, NULL); }
+FC_API CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n)
+{ return memset2d_any("cuMemsetD32_v2_ptds", 1, 1, d, 0, v, 4, n, 1, NULL); }
+FC_API CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream h)
+{ return memset2d_any("cuMemsetD16Async", 0, 0, d, 0, v, 2, n, 1, h); }
+FC_API CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream h)
+{ return memset2d_any("cuMemsetD16Async_ptsz", 1, 0, d, 0, v, 2, n, 1, h); }
+FC_API CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream h)
+{ return memset2d_any("cuMemsetD32Async", 0, 0, d, 0, v, 4, n, 1, h); }
+FC_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream h)
+{ return memset2d_any("cuMemsetD32Async_ptsz", 1, 0, d, 0, v, 4, n, 1, h); }
+FC_API CUresult cuMemsetD2D8_v2(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h)
+{ return memset2d_any("cuMemsetD2D8_v2", 0, 1, d, pitch, v, 1, w, h, NULL); }
+FC_API CUresult cuMemsetD2D16_v2(CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h)
+{ return memset2d_any("cuMemsetD2D16_v2", 0, 1, d, pitch, v, 2, w, h, NULL); }
+FC_API CUresult cuMemsetD2D32_v2(CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h)
+{ return memset2d_any("cuMemsetD2D32_v2", 0, 1, d, pitch, v, 4, w, h, NULL); }
+FC_API CUresult cuMemsetD2D8Async(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h, CUstream hs)
+{ return memset2d_any("cuMemsetD2D8Async", 0, 0, d, pitch, v, 1, w, h, hs); }
+FC_API CUresult cuMemsetD2D16Async(CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h, CUstream hs)
+{ return memset2d_any("cuMemsetD2D16Async", 0, 0, d, pitch, v, 2, w, h, hs); }
+FC_API CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h, CUstream hs)
+{ return memset2d_any("cuMemsetD2D32Async", 0, 0, d, pitch, v, 4, w, h, hs); }
+
+/* One side of a CUDA_MEMCPY2D: its start address, or NULL for an array or
+ * an unknown memory type (not emulated). */
+static void *side_ptr(CUmemorytype t, const void *host, CUdeviceptr dev, size_t x, size_t y,
+		      size_t pitch)
+{
+	const char *base = t == CU_MEMORYTYPE_HOST ? host
+			   : t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_UNIFIED ? dptr(dev)
+			   : NULL;
+
+	return base ? (void *)(uintptr_t)(base + y * pitch + x) : NULL;
+}
+
+/* cuMemcpy2D*: the memory types give the direction; UNIFIED infers it. */
+static CUresult copy2d_any(const char *name, int ptsz, int sync, const CUDA_MEMCPY2D *p, CUstream h)
+{
+	struct CUstream_st *s;
+	void *src, *dst;
+	int kind;
+
+	DRV_ENTER(name, 1);
+	DRV_STREAM(h, ptsz, s);
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	src = side_ptr(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, p->srcPitch);
+	dst = side_ptr(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstPitch);
+	if (!src || !dst)
+		return p->srcMemoryType == CU_MEMORYTYPE_ARRAY || p->dstMemoryType == CU_MEMORYTYPE_ARRAY
+		       ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+	if (p->srcMemoryType == CU_MEMORYTYPE_UNIFIED || p->dstMemoryType == CU_MEMORYTYPE_UNIFIED)
+		kind = ANY;
+	else if (p->srcMemoryType == CU_MEMORYTYPE_HOST)
+		kind = p->dstMemoryType == CU_MEMORYTYPE_HOST ? cudaMemcpyHostToHost : H2D;
+	else
+		kind = p->dstMemoryType == CU_MEMORYTYPE_HOST ? D2H : D2D;
+	return fc_drv_err(fc_copy2d(dst, p->dstPitch, src, p->srcPitch, p->WidthInBytes, p->Height,
+				    kind, s, sync));
+}
+
+FC_API CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *p)
+{ return copy2d_any("cuMemcpy2D_v2", 0, 1, p, NULL); }
+FC_API CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *p)
+{ return copy2d_any("cuMemcpy2D_v2_ptds", 1, 1, p, NULL); }
+FC_API CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *p)
+{ return copy2d_any("cuMemcpy2DUnaligned_v2", 0, 1, p, NULL); }
+FC_API CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *p)
+{ return copy2d_any("cuMemcpy2DUnaligned_v2_ptds", 1, 1, p, NULL); }
+FC_API CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *p, CUstream h)
+{ return copy2d_any("cuMemcpy2DAsync_v2", 0, 0, p, h); }
+FC_API CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *p, CUstream h)
+{ return copy2d_any("cuMemcpy2DAsync_v2_ptsz", 1, 0, p, h); }
+
+/* ---- host functions and stream queries ---- */
+
+static CUresult host_func(const char *name, int ptsz, CUstream h, CUhostFn fn, void *arg)
+{
+	struct CUstream_st *s;
+
+	DRV_ENTER(name, 1);
+	DRV_STREAM(h, ptsz, s);
+	return fc_drv_err(fc_hostfn(s, fn, arg));
+}
+
+FC_API CUresult cuLaunchHostFunc(CUstream h, CUhostFn fn, void *arg)
+{ return host_func("cuLaunchHostFunc", 0, h, fn, arg); }
+FC_API CUresult cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void *arg)
+{ return host_func("cuLaunchHostFunc_ptsz", 1, h, fn, arg); }
+
+static CUresult add_callback(const char *name, int ptsz, CUstream h, CUstreamCallback cb, void *arg,
+			     unsigned flags)
+{
+	struct CUstream_st *s;
+	cudaStreamCallback_t rcb;
+
+	DRV_ENTER(name, 1);
+	DRV_STREAM(h, ptsz, s);
+	if (flags || !cb)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* Same ABI: the status argument is an int-sized enum either way. */
+	memcpy(&rcb, &cb, sizeof(rcb));
+	return fc_drv_err(fc_stream_callback(s, h, rcb, arg));
+}
+
+FC_API CUresult cuStreamAddCallback(CUstream h, CUstreamCallback cb, void *arg, unsigned int flags)
+{ return add_callback("cuStreamAddCallback", 0, h, cb, arg, flags); }
+FC_API CUresult cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback cb, void *arg, unsigned int flags)
+{ return add_callback("cuStreamAddCallback_ptsz", 1, h, cb, arg, flags); }
+
+/* WHAT: 0 priority, 1 flags, 2 id. */
+static CUresult stream_get(const char *name, int ptsz, CUstream h, int what, void *out)
+{
+	struct CUstream_st *s;
+
+	DRV_ENTER(name, 1);
+	DRV_STREAM(h, ptsz, s);
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (what == 0)
+		*(int *)out = fc_stream_priority(s);
+	else if (what == 1)
+		fc_stream_flags(s, out);
+	else
+		*(unsigned long long *)out = fc_stream_id(s);
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuStreamGetPriority(CUstream h, int *p)
+{ return stream_get("cuStreamGetPriority", 0, h, 0, p); }
+FC_API CUresult cuStreamGetPriority_ptsz(CUstream h, int *p)
+{ return stream_get("cuStreamGetPriority_ptsz", 1, h, 0, p); }
+FC_API CUresult cuStreamGetFlags(CUstream h, unsigned int *p)
+{ return stream_get("cuStreamGetFlags", 0, h, 1, p); }
+FC_API CUresult cuStreamGetFlags_ptsz(CUstream h, unsigned int *p)
+{ return stream_get("cuStreamGetFlags_ptsz", 1, h, 1, p); }
+FC_API CUresult cuStreamGetId(CUstream h, unsigned long long *p)
+{ return stream_get("cuStreamGetId", 0, h, 2, p); }
+FC_API CUresult cuStreamGetId_ptsz(CUstream h, unsigned long long *p)
+{ return stream_get("cuStreamGetId_ptsz", 1, h, 2, p); }
+
 /* ---- streams ---- */
 
 FC_API CUresult cuStreamCreate(CUstream *p, unsigned int flags)
@@ -621,7 +779,7 @@ static CUresult begin_capture(const char *name, int ptsz, CUstream h)
 
 	DRV_ENTER(name, 1);
 	DRV_STREAM(h, ptsz, s);
-	return fc_drv_err(fc_capture_begin(s));
+	return fc_drv_err(fc_capture_begin(s, NULL));
 }
 
 FC_API CUresult cuStreamBeginCapture_v2(CUstream h, CUstreamCaptureMode mode)
@@ -785,7 +943,25 @@ static const struct fc_proc procs[] = {
 	P("cuMemcpyDtoDAsync", 0, cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz),
 	P("cuMemcpyAsync", 0, cuMemcpyAsync, cuMemcpyAsync_ptsz),
 	P("cuMemcpyBatchAsync", 13000, cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync_v2_ptsz),
-	P("cuMemsetD8", 0, cuMemsetD8_v2, NULL),
+	P("cuMemsetD8", 0, cuMemsetD8_v2, cuMemsetD8_v2_ptds),
+	P("cuMemsetD16", 0, cuMemsetD16_v2, cuMemsetD16_v2_ptds),
+	P("cuMemsetD32", 0, cuMemsetD32_v2, cuMemsetD32_v2_ptds),
+	P("cuMemsetD16Async", 0, cuMemsetD16Async, cuMemsetD16Async_ptsz),
+	P("cuMemsetD32Async", 0, cuMemsetD32Async, cuMemsetD32Async_ptsz),
+	P("cuMemsetD2D8", 0, cuMemsetD2D8_v2, NULL),
+	P("cuMemsetD2D16", 0, cuMemsetD2D16_v2, NULL),
+	P("cuMemsetD2D32", 0, cuMemsetD2D32_v2, NULL),
+	P("cuMemsetD2D8Async", 0, cuMemsetD2D8Async, NULL),
+	P("cuMemsetD2D16Async", 0, cuMemsetD2D16Async, NULL),
+	P("cuMemsetD2D32Async", 0, cuMemsetD2D32Async, NULL),
+	P("cuMemcpy2D", 0, cuMemcpy2D_v2, cuMemcpy2D_v2_ptds),
+	P("cuMemcpy2DUnaligned", 0, cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds),
+	P("cuMemcpy2DAsync", 0, cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz),
+	P("cuLaunchHostFunc", 0, cuLaunchHostFunc, cuLaunchHostFunc_ptsz),
+	P("cuStreamAddCallback", 0, cuStreamAddCallback, cuStreamAddCallback_ptsz),
+	P("cuStreamGetPriority", 0, cuStreamGetPriority, cuStreamGetPriority_ptsz),
+	P("cuStreamGetFlags", 0, cuStreamGetFlags, cuStreamGetFlags_ptsz),
+	P("cuStreamGetId", 0, cuStreamGetId, cuStreamGetId_ptsz),
 	P("cuMemsetD8Async", 0, cuMemsetD8Async, cuMemsetD8Async_ptsz),
 	P("cuStreamCreate", 0, cuStreamCreate, NULL),
 	P("cuStreamCreateWithPriority", 0, cuStreamCreateWithPriority, NULL),

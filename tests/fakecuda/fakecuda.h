@@ -61,7 +61,18 @@ struct fc_block {
 	size_t off;
 	size_t size;
 	size_t asked;
+	int internal;    /* backs a registered __device__ variable: not freeable */
 };
+
+/* The one memory pool of a device (cudaMemPool_t): stream-ordered
+ * allocations from it are ordinary arena allocations. */
+struct CUmemPoolHandle_st {
+	int dev;
+	int reuse[3];    /* cudaMemPoolReuse* attributes 1..3 */
+	unsigned long long release_threshold;
+};
+
+#define FC_NLIMITS 7
 
 /* The primary context of a device (CUcontext). */
 struct CUctx_st {
@@ -79,6 +90,9 @@ struct fc_device {
 	size_t nblocks, blocks_cap;
 	struct CUstream_st *legacy;
 	struct CUctx_st ctx;
+	unsigned peers;  /* bit p: peer access to device p enabled */
+	size_t limits[FC_NLIMITS]; /* cudaDeviceSetLimit values; 0 = default */
+	struct CUmemPoolHandle_st pool;
 };
 
 /* A host range known to the emulation (pinned or managed). */
@@ -89,6 +103,7 @@ struct fc_hostrange {
 	enum fc_mem_kind kind;
 	int dev;        /* managed: the device it is counted against */
 	int owned;      /* mapped by us (cudaHostAlloc, managed), unmap on free */
+	unsigned flags; /* cudaHostAlloc / cudaHostRegister flags */
 };
 
 struct fc_config {
@@ -123,6 +138,7 @@ struct fc_tls {
 	int dev;
 	struct CUstream_st *pts[FC_MAX_DEV];
 	cudaError_t last_error;
+	enum cudaStreamCaptureMode capture_mode;
 };
 
 /* ---- core.c ---- */
@@ -142,12 +158,16 @@ int fc_mem_classify(const void *p, size_t n, int *dev);
 void *fc_dev_rw(const void *p);
 /* Device memory: 0 or -ENOMEM / -EINVAL. */
 int fc_dev_alloc(int dev, size_t size, void **out);
+/* Same, for module variables: neither counted in alloc_bytes nor freeable. */
+int fc_dev_alloc_internal(int dev, size_t size, void **out);
 int fc_dev_free(const void *p);
 void fc_dev_meminfo(int dev, size_t *free_b, size_t *total);
 /* Host memory registry. */
-int fc_host_alloc(size_t size, void **out);
+int fc_host_alloc(size_t size, unsigned flags, void **out);
 int fc_host_free(void *p);
-int fc_host_register(void *p, size_t size);
+int fc_host_register(void *p, size_t size, unsigned flags);
+/* Flags of the pinned range holding p: 0 or -EINVAL (not pinned). */
+int fc_host_flags(const void *p, unsigned *flags);
 int fc_host_unregister(void *p);
 int fc_managed_alloc(int dev, size_t size, void **out);
 /* Looks up the registered host range holding p, or NULL (lock held). */
@@ -179,6 +199,22 @@ int fc_device_sync(int dev);
 int fc_copy(void *dst, const void *src, size_t n, int kind,
 	    struct CUstream_st *s, int sync);
 int fc_memset(void *dst, int value, size_t n, struct CUstream_st *s, int sync);
+/* A pitched copy of HEIGHT rows of WIDTH bytes: one operation, counted as
+ * width * height bytes. -EINVAL for a pitch below the width, -ERANGE for a
+ * pitch past the device maximum. */
+int fc_copy2d(void *dst, size_t dpitch, const void *src, size_t spitch,
+	      size_t width, size_t height, int kind, struct CUstream_st *s, int sync);
+/* A pitched memset of HEIGHT rows of WIDTH elements of ESIZE (1, 2, 4)
+ * bytes each, every element VALUE (truncated to the element size). */
+int fc_memset2d(void *dst, size_t pitch, unsigned value, unsigned esize,
+		size_t width, size_t height, struct CUstream_st *s, int sync);
+/* Enqueues a stream-ordered no-op (prefetch, graph upload); none while
+ * the stream is capturing. */
+int fc_stream_nop(struct CUstream_st *s);
+/* cudaStreamAddCallback: runs cb(handle, cudaSuccess, arg) on the worker. */
+int fc_stream_callback(struct CUstream_st *s, void *handle, cudaStreamCallback_t cb, void *arg);
+int fc_stream_priority(struct CUstream_st *s);
+unsigned long long fc_stream_id(struct CUstream_st *s);
 int fc_free_async(void *p, struct CUstream_st *s);
 int fc_hostfn(struct CUstream_st *s, void (*fn)(void *), void *arg);
 int fc_event_create(unsigned flags, struct CUevent_st **out);
@@ -188,7 +224,8 @@ int fc_event_record(struct CUevent_st *e, struct CUstream_st *s);
 int fc_event_query(struct CUevent_st *e);
 int fc_event_sync(struct CUevent_st *e);
 int fc_event_elapsed(float *ms, struct CUevent_st *a, struct CUevent_st *b);
-int fc_capture_begin(struct CUstream_st *s);
+/* Starts capturing into G, or into a new graph when G is NULL. */
+int fc_capture_begin(struct CUstream_st *s, struct CUgraph_st *g);
 int fc_capture_end(struct CUstream_st *s, struct CUgraph_st **out);
 /* 0 none, 1 active, 2 invalidated; *id the capture id when active. */
 int fc_capture_status(struct CUstream_st *s, unsigned long long *id,
@@ -197,8 +234,33 @@ int fc_graph_instantiate(struct CUgraph_st *g, struct CUgraphExec_st **out);
 int fc_graph_destroy(struct CUgraph_st *g);
 int fc_graph_exec_destroy(struct CUgraphExec_st *x);
 int fc_graph_launch(struct CUgraphExec_st *x, struct CUstream_st *s);
+int fc_graph_exec_check(struct CUgraphExec_st *x);
+/* Explicit graphs: nodes run in the order they were added, which respects
+ * every dependency (a dependency must already be a node of the graph). */
+int fc_graph_create(struct CUgraph_st **out);
+int fc_graph_add_copy(struct CUgraph_st *g, struct CUgraphNode_st *const *deps, size_t ndeps,
+		      void *dst, const void *src, size_t n, int kind,
+		      struct CUgraphNode_st **out);
+int fc_graph_add_memset(struct CUgraph_st *g, struct CUgraphNode_st *const *deps, size_t ndeps,
+			void *dst, size_t pitch, unsigned value, unsigned esize,
+			size_t width, size_t height, struct CUgraphNode_st **out);
+int fc_graph_add_host(struct CUgraph_st *g, struct CUgraphNode_st *const *deps, size_t ndeps,
+		      void (*fn)(void *), void *arg, struct CUgraphNode_st **out);
+/* Sets *num to the node count; fills nodes (NULL past the end) if given. */
+int fc_graph_nodes(struct CUgraph_st *g, struct CUgraphNode_st **nodes, size_t *num);
+/* Returns the cudaGraphNodeType of a node, or -EINVAL. */
+int fc_graph_node_type(struct CUgraphNode_st *nd);
+/* Takes G's node parameters into X: 0, or -EXDEV with *result and
+ * *errnode set when the topology or a node type differs. */
+int fc_graph_exec_update(struct CUgraphExec_st *x, struct CUgraph_st *g,
+			 enum cudaGraphExecUpdateResult *result, struct CUgraphNode_st **errnode);
 /* Forgets every stream after fork() in the child (lock held). */
 void fc_stream_forget(void);
+
+/* ---- runtime.c ---- */
+
+/* Drops the device copies of registered variables in a fork child. */
+void fc_symbols_forget(void);
 
 /* ---- driver.c ---- */
 
@@ -257,6 +319,22 @@ FC_API cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn,
 FC_API cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus);
 FC_API cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus);
 
+FC_API cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind);
+FC_API cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream);
+FC_API cudaError_t cudaMemset2D_ptds(void *devPtr, size_t pitch, int value, size_t width, size_t height);
+FC_API cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream);
+FC_API cudaError_t cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind);
+FC_API cudaError_t cudaMemcpyFromSymbol_ptds(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind);
+FC_API cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream);
+FC_API cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream);
+FC_API cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t callback, void *userData, unsigned int flags);
+FC_API cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *priority);
+FC_API cudaError_t cudaStreamGetId_ptsz(cudaStream_t hStream, unsigned long long *streamId);
+FC_API cudaError_t cudaMemPrefetchAsync_ptsz(const void *devPtr, size_t count, struct cudaMemLocation location, unsigned int flags, cudaStream_t stream);
+FC_API cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream);
+FC_API cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode);
+FC_API cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream);
+
 FC_API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount);
 FC_API CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount);
 FC_API CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount);
@@ -267,6 +345,19 @@ FC_API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr src
 FC_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream);
 FC_API CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream);
 FC_API CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream);
+FC_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N);
+FC_API CUresult cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us, size_t N);
+FC_API CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui, size_t N);
+FC_API CUresult cuMemsetD16Async_ptsz(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream);
+FC_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream);
+FC_API CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy);
+FC_API CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy);
+FC_API CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream);
+FC_API CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData);
+FC_API CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags);
+FC_API CUresult cuStreamGetPriority_ptsz(CUstream hStream, int *priority);
+FC_API CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags);
+FC_API CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long *streamId);
 FC_API CUresult cuStreamQuery_ptsz(CUstream hStream);
 FC_API CUresult cuStreamSynchronize_ptsz(CUstream hStream);
 FC_API CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags);

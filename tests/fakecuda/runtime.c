@@ -14,6 +14,7 @@
 #include "fakecuda.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 static cudaError_t fc_rt_err(int e)
@@ -29,6 +30,8 @@ static cudaError_t fc_rt_err(int e)
 	case -ENOTSUP: return cudaErrorNotSupported;
 	case -EEXIST: return cudaErrorHostMemoryAlreadyRegistered;
 	case -ENOENT: return cudaErrorHostMemoryNotRegistered;
+	case -ERANGE: return cudaErrorInvalidPitchValue;
+	case -EXDEV: return cudaErrorGraphExecUpdateFailure;
 	default: return cudaErrorUnknown;
 	}
 }
@@ -108,6 +111,14 @@ FC_API cudaError_t cudaPeekAtLastError(void)
 	X(cudaErrorStreamCaptureInvalidated, "operation failed due to a previous error during capture") \
 	X(cudaErrorHostMemoryAlreadyRegistered, "part or all of the requested memory range is already mapped") \
 	X(cudaErrorHostMemoryNotRegistered, "pointer does not correspond to a registered memory region") \
+	X(cudaErrorInvalidPitchValue, "invalid pitch argument") \
+	X(cudaErrorInvalidSymbol, "invalid device symbol") \
+	X(cudaErrorInvalidDeviceFunction, "invalid device function") \
+	X(cudaErrorUnsupportedLimit, "limit is not supported on this architecture") \
+	X(cudaErrorPeerAccessAlreadyEnabled, "peer access is already enabled") \
+	X(cudaErrorPeerAccessNotEnabled, "peer access has not been enabled") \
+	X(cudaErrorIllegalState, "the operation cannot be performed in the present state") \
+	X(cudaErrorGraphExecUpdateFailure, "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update") \
 	X(cudaErrorUnknown, "unknown error")
 
 FC_API const char *cudaGetErrorString(cudaError_t error)
@@ -239,6 +250,44 @@ FC_API cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, 
 	case cudaDevAttrMemoryPoolsSupported:
 	case cudaDevAttrHostRegisterSupported: *value = 1; break;
 	case cudaDevAttrPciBusId: *value = device + 1; break;
+	case cudaDevAttrMaxBlockDimX:
+	case cudaDevAttrMaxBlockDimY: *value = 1024; break;
+	case cudaDevAttrMaxBlockDimZ: *value = 64; break;
+	case cudaDevAttrMaxGridDimX: *value = 0x7fffffff; break;
+	case cudaDevAttrMaxGridDimY:
+	case cudaDevAttrMaxGridDimZ: *value = 65535; break;
+	case cudaDevAttrMaxSharedMemoryPerBlock: *value = 48 << 10; break;
+	case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = 227 << 10; break;
+	case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = 228 << 10; break;
+	case cudaDevAttrMaxRegistersPerBlock:
+	case cudaDevAttrMaxRegistersPerMultiprocessor: *value = 65536; break;
+	case cudaDevAttrTotalConstantMemory: *value = 64 << 10; break;
+	case cudaDevAttrMaxPitch: *value = 0x7fffffff; break;
+	case cudaDevAttrTextureAlignment: *value = 512; break;
+	case cudaDevAttrTexturePitchAlignment: *value = 32; break;
+	case cudaDevAttrClockRate: *value = 1980000; break;
+	case cudaDevAttrMemoryClockRate: *value = 2619000; break;
+	case cudaDevAttrGlobalMemoryBusWidth: *value = 5120; break;
+	case cudaDevAttrL2CacheSize: *value = 50 << 20; break;
+	case cudaDevAttrMaxThreadsPerMultiProcessor: *value = 2048; break;
+	case cudaDevAttrMaxBlocksPerMultiprocessor: *value = 32; break;
+	case cudaDevAttrAsyncEngineCount: *value = 2; break;
+	case cudaDevAttrConcurrentKernels:
+	case cudaDevAttrStreamPrioritiesSupported:
+	case cudaDevAttrGlobalL1CacheSupported:
+	case cudaDevAttrLocalL1CacheSupported:
+	case cudaDevAttrPageableMemoryAccessUsesHostPageTables:
+	case cudaDevAttrCooperativeLaunch:
+	case cudaDevAttrDirectManagedMemAccessFromHost:
+	case cudaDevAttrComputePreemptionSupported: *value = 1; break;
+	case cudaDevAttrPciDomainId:
+	case cudaDevAttrPciDeviceId:
+	case cudaDevAttrIntegrated:
+	case cudaDevAttrComputeMode:
+	case cudaDevAttrKernelExecTimeout:
+	case cudaDevAttrEccEnabled:
+	case cudaDevAttrTccDriver:
+	case cudaDevAttrPageableMemoryAccess: *value = 0; break;
 	default: *value = 0; break;
 	}
 	return cudaSuccess;
@@ -399,16 +448,15 @@ FC_API cudaError_t cudaMallocHost(void **ptr, size_t size)
 	RT_ENTER_ALLOC("cudaMallocHost");
 	if (!ptr)
 		return rt_ret(cudaErrorInvalidValue);
-	return rt_reti(fc_host_alloc(size, ptr));
+	return rt_reti(fc_host_alloc(size, 0, ptr));
 }
 
 FC_API cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 {
 	RT_ENTER_ALLOC("cudaHostAlloc");
-	(void)flags;
 	if (!pHost)
 		return rt_ret(cudaErrorInvalidValue);
-	return rt_reti(fc_host_alloc(size, pHost));
+	return rt_reti(fc_host_alloc(size, flags, pHost));
 }
 
 FC_API cudaError_t cudaFreeHost(void *ptr)
@@ -422,8 +470,7 @@ FC_API cudaError_t cudaFreeHost(void *ptr)
 FC_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
 {
 	RT_ENTER("cudaHostRegister");
-	(void)flags;
-	return rt_reti(fc_host_register(ptr, size));
+	return rt_reti(fc_host_register(ptr, size, flags));
 }
 
 FC_API cudaError_t cudaHostUnregister(void *ptr)
@@ -437,8 +484,7 @@ FC_API cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigne
 	int kind;
 
 	RT_ENTER("cudaHostGetDevicePointer");
-	(void)flags;
-	if (!pDevice)
+	if (!pDevice || flags)
 		return rt_ret(cudaErrorInvalidValue);
 	kind = fc_mem_classify(pHost, 1, NULL);
 	if (kind != FC_PINNED && kind != FC_MANAGED)
@@ -549,19 +595,32 @@ FC_API cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t n,
 	return memcpy_any("cudaMemcpyAsync_ptsz", 1, 0, dst, src, n, kind, h);
 }
 
+/* A peer copy needs no peer access; each pointer must lie on its device. */
+static cudaError_t memcpy_peer(const char *name, int sync, void *dst, int ddev, const void *src,
+			       int sdev, size_t n, cudaStream_t h)
+{
+	struct CUstream_st *s;
+	int d = -1, e = -1;
+
+	RT_ENTER(name);
+	RT_STREAM(h, 0, s);
+	if (ddev < 0 || ddev >= fc.cfg.devices || sdev < 0 || sdev >= fc.cfg.devices)
+		return rt_ret(cudaErrorInvalidDevice);
+	if (n && (fc_mem_classify(dst, n, &d) != FC_DEVICE || d != ddev ||
+		  fc_mem_classify(src, n, &e) != FC_DEVICE || e != sdev))
+		return rt_ret(cudaErrorInvalidValue);
+	return rt_reti(fc_copy(dst, src, n, cudaMemcpyDeviceToDevice, s, sync));
+}
+
 FC_API cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t n)
 {
-	(void)dstDevice;
-	(void)srcDevice;
-	return memcpy_any("cudaMemcpyPeer", 0, 1, dst, src, n, cudaMemcpyDeviceToDevice, 0);
+	return memcpy_peer("cudaMemcpyPeer", 1, dst, dstDevice, src, srcDevice, n, 0);
 }
 
 FC_API cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
 				       size_t n, cudaStream_t h)
 {
-	(void)dstDevice;
-	(void)srcDevice;
-	return memcpy_any("cudaMemcpyPeerAsync", 0, 0, dst, src, n, cudaMemcpyDeviceToDevice, h);
+	return memcpy_peer("cudaMemcpyPeerAsync", 0, dst, dstDevice, src, srcDevice, n, h);
 }
 
 /* The 13.0 batch: unordered inside, stream-ordered as a whole; refuses the
@@ -748,7 +807,7 @@ static cudaError_t begin_capture(const char *name, int ptsz, cudaStream_t h)
 
 	RT_ENTER(name);
 	RT_STREAM(h, ptsz, s);
-	return rt_reti(fc_capture_begin(s));
+	return rt_reti(fc_capture_begin(s, NULL));
 }
 
 FC_API cudaError_t cudaStreamBeginCapture(cudaStream_t h, enum cudaStreamCaptureMode mode)
@@ -1046,11 +1105,54 @@ FC_API void __cudaRegisterFunction(void **handle, const char *hostFun, char *dev
 	(void)tid, (void)bid, (void)bDim, (void)gDim, (void)wSize;
 }
 
+/* Registered module variables (__device__, __constant__): the host shadow
+ * address nvcc passes as the symbol, the name and size, and per device a
+ * device allocation made at first use (forgotten in a fork child, whose
+ * arenas are new). Guarded by fc.lock. */
+struct fc_symbol {
+	const void *host;
+	const char *name;
+	size_t size;
+	void *dev[FC_MAX_DEV];
+};
+
+static struct fc_symbol *syms;
+static size_t nsyms, syms_cap;
+
+void fc_symbols_forget(void)
+{
+	size_t i;
+
+	for (i = 0; i < nsyms; i++)
+		memset(syms[i].dev, 0, sizeof(syms[i].dev));
+}
+
 FC_API void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress,
 			      const char *deviceName, int ext, size_t size, int constant, int global)
 {
-	(void)handle, (void)hostVar, (void)deviceAddress, (void)deviceName;
-	(void)ext, (void)size, (void)constant, (void)global;
+	struct fc_symbol *ns;
+
+	(void)handle, (void)deviceAddress, (void)ext, (void)constant, (void)global;
+	fc_api_enter("__cudaRegisterVar");
+	if (!hostVar || !size)
+		return;
+	pthread_mutex_lock(&fc.lock);
+	if (nsyms == syms_cap) {
+		size_t ncap = syms_cap ? syms_cap * 2 : 16;
+
+		ns = realloc(syms, ncap * sizeof(*ns));
+		if (!ns)
+			goto out_unlock;
+		syms = ns;
+		syms_cap = ncap;
+	}
+	memset(&syms[nsyms], 0, sizeof(syms[nsyms]));
+	syms[nsyms].host = hostVar;
+	syms[nsyms].name = deviceName;
+	syms[nsyms].size = size;
+	nsyms++;
+out_unlock:
+	pthread_mutex_unlock(&fc.lock);
 }
 
 FC_API void __cudaRegisterManagedVar(void **handle, void **hostVarPtrAddress, char *deviceAddress,
@@ -1101,5 +1203,887 @@ FC_API cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, di
 {
 	(void)kernel, (void)gridDim, (void)blockDim, (void)args, (void)sharedMem, (void)stream;
 	RT_ENTER("__cudaLaunchKernel_ptsz");
+	return rt_ret(cudaErrorNotSupported);
+}
+
+/* ==== entry points added for wider programs ==== */
+
+/* ---- pitched copies and memsets ---- */
+
+static cudaError_t memcpy2d_any(const char *name, int ptsz, int sync, void *dst, size_t dpitch,
+				const void *src, size_t spitch, size_t width, size_t height,
+				enum cudaMemcpyKind kind, cudaStream_t h)
+{
+	struct CUstream_st *s;
+
+	RT_ENTER(name);
+	RT_STREAM(h, ptsz, s);
+	return rt_reti(fc_copy2d(dst, dpitch, src, spitch, width, height, (int)kind, s, sync));
+}
+
+FC_API cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch,
+				size_t width, size_t height, enum cudaMemcpyKind kind)
+{
+	return memcpy2d_any("cudaMemcpy2D", 0, 1, dst, dpitch, src, spitch, width, height, kind, 0);
+}
+
+FC_API cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch,
+				     size_t width, size_t height, enum cudaMemcpyKind kind)
+{
+	return memcpy2d_any("cudaMemcpy2D_ptds", 1, 1, dst, dpitch, src, spitch, width, height, kind, 0);
+}
+
+FC_API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+				     size_t width, size_t height, enum cudaMemcpyKind kind,
+				     cudaStream_t h)
+{
+	return memcpy2d_any("cudaMemcpy2DAsync", 0, 0, dst, dpitch, src, spitch, width, height, kind, h);
+}
+
+FC_API cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch,
+					  size_t width, size_t height, enum cudaMemcpyKind kind,
+					  cudaStream_t h)
+{
+	return memcpy2d_any("cudaMemcpy2DAsync_ptsz", 1, 0, dst, dpitch, src, spitch, width, height, kind, h);
+}
+
+static cudaError_t memset2d_any(const char *name, int ptsz, int sync, void *p, size_t pitch,
+				int v, size_t width, size_t height, cudaStream_t h)
+{
+	struct CUstream_st *s;
+
+	RT_ENTER(name);
+	RT_STREAM(h, ptsz, s);
+	return rt_reti(fc_memset2d(p, pitch, (unsigned)v & 0xff, 1, width, height, s, sync));
+}
+
+FC_API cudaError_t cudaMemset2D(void *p, size_t pitch, int v, size_t width, size_t height)
+{
+	return memset2d_any("cudaMemset2D", 0, 1, p, pitch, v, width, height, 0);
+}
+
+FC_API cudaError_t cudaMemset2D_ptds(void *p, size_t pitch, int v, size_t width, size_t height)
+{
+	return memset2d_any("cudaMemset2D_ptds", 1, 1, p, pitch, v, width, height, 0);
+}
+
+FC_API cudaError_t cudaMemset2DAsync(void *p, size_t pitch, int v, size_t width, size_t height,
+				     cudaStream_t h)
+{
+	return memset2d_any("cudaMemset2DAsync", 0, 0, p, pitch, v, width, height, h);
+}
+
+FC_API cudaError_t cudaMemset2DAsync_ptsz(void *p, size_t pitch, int v, size_t width, size_t height,
+					  cudaStream_t h)
+{
+	return memset2d_any("cudaMemset2DAsync_ptsz", 1, 0, p, pitch, v, width, height, h);
+}
+
+/* ---- module variables ---- */
+
+/* Finds SYMBOL, checks [off, off + n) against its size and returns the
+ * address of its copy on the current device, made (zeroed) at first use. */
+static cudaError_t symbol_addr(const void *symbol, size_t off, size_t n, char **out, size_t *size)
+{
+	struct fc_symbol *sym = NULL;
+	int dev = fc_cur_dev();
+	size_t i, sz = 0;
+	void *p = NULL;
+
+	if (dev < 0 || dev >= fc.cfg.devices)
+		return cudaErrorInvalidDevice;
+	pthread_mutex_lock(&fc.lock);
+	for (i = 0; i < nsyms && !sym; i++)
+		if (syms[i].host == symbol)
+			sym = &syms[i];
+	if (sym) {
+		sz = sym->size;
+		p = sym->dev[dev];
+	}
+	pthread_mutex_unlock(&fc.lock);
+	if (!sym || !symbol)
+		return cudaErrorInvalidSymbol;
+	if (off > sz || n > sz - off)
+		return cudaErrorInvalidValue;
+	if (!p) {
+		if (fc_dev_alloc_internal(dev, sz, &p) < 0)
+			return cudaErrorMemoryAllocation;
+		memset(fc_dev_rw(p), 0, sz); /* initialisation, not a copy */
+		pthread_mutex_lock(&fc.lock);
+		for (i = 0; i < nsyms; i++)
+			if (syms[i].host == symbol)
+				sym = &syms[i];
+		if (!sym->dev[dev])
+			sym->dev[dev] = p;
+		p = sym->dev[dev];
+		pthread_mutex_unlock(&fc.lock);
+	}
+	*out = (char *)p + off;
+	if (size)
+		*size = sz;
+	return cudaSuccess;
+}
+
+static cudaError_t to_symbol(const char *name, int ptsz, int sync, const void *symbol, const void *src,
+			     size_t n, size_t off, enum cudaMemcpyKind kind, cudaStream_t h)
+{
+	struct CUstream_st *s;
+	cudaError_t e;
+	char *d;
+
+	RT_ENTER(name);
+	RT_STREAM(h, ptsz, s);
+	if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+		return rt_ret(cudaErrorInvalidMemcpyDirection);
+	if ((e = symbol_addr(symbol, off, n, &d, NULL)) != cudaSuccess)
+		return rt_ret(e);
+	return rt_reti(fc_copy(d, src, n, (int)kind, s, sync));
+}
+
+static cudaError_t from_symbol(const char *name, int ptsz, int sync, void *dst, const void *symbol,
+			       size_t n, size_t off, enum cudaMemcpyKind kind, cudaStream_t h)
+{
+	struct CUstream_st *s;
+	cudaError_t e;
+	char *d;
+
+	RT_ENTER(name);
+	RT_STREAM(h, ptsz, s);
+	if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+		return rt_ret(cudaErrorInvalidMemcpyDirection);
+	if ((e = symbol_addr(symbol, off, n, &d, NULL)) != cudaSuccess)
+		return rt_ret(e);
+	return rt_reti(fc_copy(dst, d, n, (int)kind, s, sync));
+}
+
+FC_API cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t n, size_t off,
+				      enum cudaMemcpyKind kind)
+{
+	return to_symbol("cudaMemcpyToSymbol", 0, 1, symbol, src, n, off, kind, 0);
+}
+
+FC_API cudaError_t cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, size_t n, size_t off,
+					   enum cudaMemcpyKind kind)
+{
+	return to_symbol("cudaMemcpyToSymbol_ptds", 1, 1, symbol, src, n, off, kind, 0);
+}
+
+FC_API cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t n, size_t off,
+					   enum cudaMemcpyKind kind, cudaStream_t h)
+{
+	return to_symbol("cudaMemcpyToSymbolAsync", 0, 0, symbol, src, n, off, kind, h);
+}
+
+FC_API cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void *symbol, const void *src, size_t n, size_t off,
+						enum cudaMemcpyKind kind, cudaStream_t h)
+{
+	return to_symbol("cudaMemcpyToSymbolAsync_ptsz", 1, 0, symbol, src, n, off, kind, h);
+}
+
+FC_API cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t n, size_t off,
+					enum cudaMemcpyKind kind)
+{
+	return from_symbol("cudaMemcpyFromSymbol", 0, 1, dst, symbol, n, off, kind, 0);
+}
+
+FC_API cudaError_t cudaMemcpyFromSymbol_ptds(void *dst, const void *symbol, size_t n, size_t off,
+					     enum cudaMemcpyKind kind)
+{
+	return from_symbol("cudaMemcpyFromSymbol_ptds", 1, 1, dst, symbol, n, off, kind, 0);
+}
+
+FC_API cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t n, size_t off,
+					     enum cudaMemcpyKind kind, cudaStream_t h)
+{
+	return from_symbol("cudaMemcpyFromSymbolAsync", 0, 0, dst, symbol, n, off, kind, h);
+}
+
+FC_API cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void *dst, const void *symbol, size_t n, size_t off,
+						  enum cudaMemcpyKind kind, cudaStream_t h)
+{
+	return from_symbol("cudaMemcpyFromSymbolAsync_ptsz", 1, 0, dst, symbol, n, off, kind, h);
+}
+
+FC_API cudaError_t cudaGetSymbolAddress(void **devPtr, const void *symbol)
+{
+	cudaError_t e;
+	char *d;
+
+	RT_ENTER("cudaGetSymbolAddress");
+	if (!devPtr)
+		return rt_ret(cudaErrorInvalidValue);
+	if ((e = symbol_addr(symbol, 0, 0, &d, NULL)) != cudaSuccess)
+		return rt_ret(e);
+	*devPtr = d;
+	return cudaSuccess;
+}
+
+FC_API cudaError_t cudaGetSymbolSize(size_t *size, const void *symbol)
+{
+	cudaError_t e;
+	char *d;
+
+	RT_ENTER("cudaGetSymbolSize");
+	if (!size)
+		return rt_ret(cudaErrorInvalidValue);
+	if ((e = symbol_addr(symbol, 0, 0, &d, size)) != cudaSuccess)
+		return rt_ret(e);
+	return cudaSuccess;
+}
+
+/* ---- stream queries and callbacks ---- */
+
+static cudaError_t add_callback(const char *name, int ptsz, cudaStream_t h, cudaStreamCallback_t cb,
+				void *arg, unsigned flags)
+{
+	struct CUstream_st *s;
+
+	RT_ENTER(name);
+	RT_STREAM(h, ptsz, s);
+	if (flags || !cb)
+		return rt_ret(cudaErrorInvalidValue);
+	return rt_reti(fc_stream_callback(s, h, cb, arg));
+}
+
+FC_API cudaError_t cudaStreamAddCallback(cudaStream_t h, cudaStreamCallback_t cb, void *arg,
+					 unsigned int flags)
+{
+	return add_callback("cudaStreamAddCallback", 0, h, cb, arg, flags);
+}
+
+FC_API cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t h, cudaStreamCallback_t cb, void *arg,
+					      unsigned int flags)
+{
+	return add_callback("cudaStreamAddCallback_ptsz", 1, h, cb, arg, flags);
+}
+
+static cudaError_t stream_prio(const char *name, int ptsz, cudaStream_t h, int *prio)
+{
+	struct CUstream_st *s;
+
+	RT_ENTER(name);
+	RT_STREAM(h, ptsz, s);
+	if (!prio)
+		return rt_ret(cudaErrorInvalidValue);
+	*prio = fc_stream_priority(s);
+	return cudaSuccess;
+}
+
+FC_API cudaError_t cudaStreamGetPriority(cudaStream_t h, int *prio)
+{
+	return stream_prio("cudaStreamGetPriority", 0, h, prio);
+}
+
+FC_API cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t h, int *prio)
+{
+	return stream_prio("cudaStreamGetPriority_ptsz", 1, h, prio);
+}
+
+static cudaError_t stream_id(const char *name, int ptsz, cudaStream_t h, unsigned long long *id)
+{
+	struct CUstream_st *s;
+
+	RT_ENTER(name);
+	RT_STREAM(h, ptsz, s);
+	if (!id)
+		return rt_ret(cudaErrorInvalidValue);
+	*id = fc_stream_id(s);
+	return cudaSuccess;
+}
+
+FC_API cudaError_t cudaStreamGetId(cudaStream_t h, unsigned long long *id)
+{
+	return stream_id("cudaStreamGetId", 0, h, id);
+}
+
+FC_API cudaError_t cudaStreamGetId_ptsz(cudaStream_t h, unsigned long long *id)
+{
+	return stream_id("cudaStreamGetId_ptsz", 1, h, id);
+}
+
+/* ---- peers, limits, device selection ---- */
+
+static int dev_ok(int d)
+{
+	return d >= 0 && d < fc.cfg.devices;
+}
+
+FC_API cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer)
+{
+	RT_ENTER("cudaDeviceCanAccessPeer");
+	if (!can)
+		return rt_ret(cudaErrorInvalidValue);
+	if (!dev_ok(device) || !dev_ok(peer))
+		return rt_ret(cudaErrorInvalidDevice);
+	*can = device != peer;
+	return cudaSuccess;
+}
+
+FC_API cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags)
+{
+	int cur = fc_cur_dev();
+	cudaError_t e = cudaSuccess;
+
+	RT_ENTER("cudaDeviceEnablePeerAccess");
+	if (flags)
+		return rt_ret(cudaErrorInvalidValue);
+	if (!dev_ok(peer) || !dev_ok(cur) || peer == cur)
+		return rt_ret(cudaErrorInvalidDevice);
+	pthread_mutex_lock(&fc.lock);
+	if (fc.dev[cur].peers & (1u << peer))
+		e = cudaErrorPeerAccessAlreadyEnabled;
+	else
+		fc.dev[cur].peers |= 1u << peer;
+	pthread_mutex_unlock(&fc.lock);
+	return rt_ret(e);
+}
+
+FC_API cudaError_t cudaDeviceDisablePeerAccess(int peer)
+{
+	int cur = fc_cur_dev();
+	cudaError_t e = cudaSuccess;
+
+	RT_ENTER("cudaDeviceDisablePeerAccess");
+	if (!dev_ok(peer) || !dev_ok(cur))
+		return rt_ret(cudaErrorInvalidDevice);
+	pthread_mutex_lock(&fc.lock);
+	if (!(fc.dev[cur].peers & (1u << peer)))
+		e = cudaErrorPeerAccessNotEnabled;
+	else
+		fc.dev[cur].peers &= ~(1u << peer);
+	pthread_mutex_unlock(&fc.lock);
+	return rt_ret(e);
+}
+
+FC_API cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int flags)
+{
+	RT_ENTER("cudaInitDevice");
+	(void)deviceFlags;
+	if (flags & ~(unsigned)cudaInitDeviceFlagsAreValid)
+		return rt_ret(cudaErrorInvalidValue);
+	if (!dev_ok(device))
+		return rt_ret(cudaErrorInvalidDevice);
+	return cudaSuccess;
+}
+
+FC_API cudaError_t cudaChooseDevice(int *device, const struct cudaDeviceProp *prop)
+{
+	RT_ENTER("cudaChooseDevice");
+	if (!device || !prop)
+		return rt_ret(cudaErrorInvalidValue);
+	if (!fc.cfg.devices)
+		return rt_ret(cudaErrorNoDevice);
+	*device = 0;
+	return cudaSuccess;
+}
+
+static const size_t limit_default[FC_NLIMITS] = {
+	1024, 1 << 20, 8 << 20, 2, 2048, 64, 0,
+};
+
+FC_API cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value)
+{
+	int d = fc_cur_dev();
+
+	RT_ENTER("cudaDeviceSetLimit");
+	if ((unsigned)limit >= FC_NLIMITS)
+		return rt_ret(cudaErrorUnsupportedLimit);
+	if (!dev_ok(d))
+		return rt_ret(cudaErrorNoDevice);
+	if (limit == cudaLimitMaxL2FetchGranularity && value > 128)
+		return rt_ret(cudaErrorInvalidValue);
+	pthread_mutex_lock(&fc.lock);
+	fc.dev[d].limits[limit] = value + 1; /* 0 means the default */
+	pthread_mutex_unlock(&fc.lock);
+	return cudaSuccess;
+}
+
+FC_API cudaError_t cudaDeviceGetLimit(size_t *value, enum cudaLimit limit)
+{
+	int d = fc_cur_dev();
+	size_t v;
+
+	RT_ENTER("cudaDeviceGetLimit");
+	if (!value)
+		return rt_ret(cudaErrorInvalidValue);
+	if ((unsigned)limit >= FC_NLIMITS)
+		return rt_ret(cudaErrorUnsupportedLimit);
+	if (!dev_ok(d))
+		return rt_ret(cudaErrorNoDevice);
+	pthread_mutex_lock(&fc.lock);
+	v = fc.dev[d].limits[limit];
+	pthread_mutex_unlock(&fc.lock);
+	*value = v ? v - 1 : limit_default[limit];
+	return cudaSuccess;
+}
+
+/* Device d sits on PCI bus d + 1 (as cudaDeviceProp.pciBusID says). */
+FC_API cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int device)
+{
+	RT_ENTER("cudaDeviceGetPCIBusId");
+	if (!id || len < 13)
+		return rt_ret(cudaErrorInvalidValue);
+	if (!dev_ok(device))
+		return rt_ret(cudaErrorInvalidDevice);
+	snprintf(id, (size_t)len, "0000:%02x:00.0", device + 1);
+	return cudaSuccess;
+}
+
+FC_API cudaError_t cudaDeviceGetByPCIBusId(int *device, const char *id)
+{
+	unsigned dom = 0, bus = 0, slot = 0, fn = 0;
+
+	RT_ENTER("cudaDeviceGetByPCIBusId");
+	if (!device || !id)
+		return rt_ret(cudaErrorInvalidValue);
+	if (sscanf(id, "%x:%x:%x.%x", &dom, &bus, &slot, &fn) != 4 &&
+	    sscanf(id, "%x:%x.%x", &bus, &slot, &fn) != 3)
+		return rt_ret(cudaErrorInvalidValue);
+	if (dom || slot || fn || !bus || !dev_ok((int)bus - 1))
+		return rt_ret(cudaErrorInvalidDevice);
+	*device = (int)bus - 1;
+	return cudaSuccess;
+}
+
+/* ---- host memory, prefetch, advice ---- */
+
+FC_API cudaError_t cudaHostGetFlags(unsigned int *flags, void *p)
+{
+	RT_ENTER("cudaHostGetFlags");
+	if (!flags || !p)
+		return rt_ret(cudaErrorInvalidValue);
+	return rt_reti(fc_host_flags(p, flags));
+}
+
+/* A location names a device or the host; -ENODEV / -EINVAL otherwise. */
+static cudaError_t location_check(struct cudaMemLocation loc)
+{
+	switch (loc.type) {
+	case cudaMemLocationTypeDevice:
+		return dev_ok(loc.id) ? cudaSuccess : cudaErrorInvalidDevice;
+	case cudaMemLocationTypeHost:
+	case cudaMemLocationTypeHostNuma:
+	case cudaMemLocationTypeHostNumaCurrent:
+		return cudaSuccess;
+	default:
+		return cudaErrorInvalidValue;
+	}
+}
+
+/* Prefetching moves nothing here: after validation it is a stream-ordered
+ * no-op. Only managed memory can be prefetched (no HMM). */
+static cudaError_t prefetch(const char *name, int ptsz, const void *p, size_t n,
+			    struct cudaMemLocation loc, unsigned flags, cudaStream_t h)
+{
+	struct CUstream_st *s;
+	cudaError_t e;
+
+	RT_ENTER(name);
+	RT_STREAM(h, ptsz, s);
+	if (!p || !n || flags || fc_mem_classify(p, n, NULL) != FC_MANAGED)
+		return rt_ret(cudaErrorInvalidValue);
+	if ((e = location_check(loc)) != cudaSuccess)
+		return rt_ret(e);
+	return rt_reti(fc_stream_nop(s));
+}
+
+FC_API cudaError_t cudaMemPrefetchAsync(const void *p, size_t n, struct cudaMemLocation loc,
+					unsigned int flags, cudaStream_t h)
+{
+	return prefetch("cudaMemPrefetchAsync", 0, p, n, loc, flags, h);
+}
+
+FC_API cudaError_t cudaMemPrefetchAsync_ptsz(const void *p, size_t n, struct cudaMemLocation loc,
+					     unsigned int flags, cudaStream_t h)
+{
+	return prefetch("cudaMemPrefetchAsync_ptsz", 1, p, n, loc, flags, h);
+}
+
+FC_API cudaError_t cudaMemAdvise(const void *p, size_t n, enum cudaMemoryAdvise advice,
+				 struct cudaMemLocation loc)
+{
+	cudaError_t e;
+
+	RT_ENTER("cudaMemAdvise");
+	if (!p || !n || fc_mem_classify(p, n, NULL) != FC_MANAGED ||
+	    advice < cudaMemAdviseSetReadMostly || advice > cudaMemAdviseUnsetAccessedBy)
+		return rt_ret(cudaErrorInvalidValue);
+	if ((advice == cudaMemAdviseSetPreferredLocation || advice == cudaMemAdviseSetAccessedBy) &&
+	    (e = location_check(loc)) != cudaSuccess)
+		return rt_ret(e);
+	return cudaSuccess;
+}
+
+/* ---- graphs ---- */
+
+static cudaError_t graph_upload(const char *name, int ptsz, cudaGraphExec_t x, cudaStream_t h)
+{
+	struct CUstream_st *s;
+
+	RT_ENTER(name);
+	RT_STREAM(h, ptsz, s);
+	if (fc_graph_exec_check(x))
+		return rt_ret(cudaErrorInvalidValue);
+	return rt_reti(fc_stream_nop(s));
+}
+
+FC_API cudaError_t cudaGraphUpload(cudaGraphExec_t x, cudaStream_t h)
+{
+	return graph_upload("cudaGraphUpload", 0, x, h);
+}
+
+FC_API cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t x, cudaStream_t h)
+{
+	return graph_upload("cudaGraphUpload_ptsz", 1, x, h);
+}
+
+FC_API cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode)
+{
+	struct fc_tls *t;
+	enum cudaStreamCaptureMode old;
+
+	RT_ENTER("cudaThreadExchangeStreamCaptureMode");
+	if (!mode || (unsigned)*mode > cudaStreamCaptureModeRelaxed)
+		return rt_ret(cudaErrorInvalidValue);
+	t = fc_tls_get();
+	old = t->capture_mode;
+	t->capture_mode = *mode;
+	*mode = old;
+	return cudaSuccess;
+}
+
+static cudaError_t capture_to_graph(const char *name, int ptsz, cudaStream_t h, cudaGraph_t g,
+				    const cudaGraphNode_t *deps, size_t ndeps,
+				    enum cudaStreamCaptureMode mode)
+{
+	struct CUstream_st *s;
+
+	RT_ENTER(name);
+	RT_STREAM(h, ptsz, s);
+	if (!g || (ndeps && !deps) || (unsigned)mode > cudaStreamCaptureModeRelaxed)
+		return rt_ret(cudaErrorInvalidValue);
+	return rt_reti(fc_capture_begin(s, g));
+}
+
+FC_API cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t h, cudaGraph_t g, const cudaGraphNode_t *deps,
+						 const cudaGraphEdgeData *edges, size_t ndeps,
+						 enum cudaStreamCaptureMode mode)
+{
+	(void)edges;
+	return capture_to_graph("cudaStreamBeginCaptureToGraph", 0, h, g, deps, ndeps, mode);
+}
+
+FC_API cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t h, cudaGraph_t g,
+						      const cudaGraphNode_t *deps,
+						      const cudaGraphEdgeData *edges, size_t ndeps,
+						      enum cudaStreamCaptureMode mode)
+{
+	(void)edges;
+	return capture_to_graph("cudaStreamBeginCaptureToGraph_ptsz", 1, h, g, deps, ndeps, mode);
+}
+
+FC_API cudaError_t cudaGraphCreate(cudaGraph_t *g, unsigned int flags)
+{
+	RT_ENTER("cudaGraphCreate");
+	if (!g || flags)
+		return rt_ret(cudaErrorInvalidValue);
+	return rt_reti(fc_graph_create(g));
+}
+
+FC_API cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *node, cudaGraph_t g,
+					    const cudaGraphNode_t *deps, size_t ndeps, void *dst,
+					    const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+	RT_ENTER("cudaGraphAddMemcpyNode1D");
+	return rt_reti(fc_graph_add_copy(g, deps, ndeps, dst, src, count, (int)kind, node));
+}
+
+FC_API cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *node, cudaGraph_t g,
+					  const cudaGraphNode_t *deps, size_t ndeps,
+					  const struct cudaMemsetParams *p)
+{
+	RT_ENTER("cudaGraphAddMemsetNode");
+	if (!p)
+		return rt_ret(cudaErrorInvalidValue);
+	return rt_reti(fc_graph_add_memset(g, deps, ndeps, p->dst, p->pitch, p->value,
+					   p->elementSize, p->width, p->height, node));
+}
+
+FC_API cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *node, cudaGraph_t g,
+					const cudaGraphNode_t *deps, size_t ndeps,
+					const struct cudaHostNodeParams *p)
+{
+	RT_ENTER("cudaGraphAddHostNode");
+	if (!p || !p->fn)
+		return rt_ret(cudaErrorInvalidValue);
+	return rt_reti(fc_graph_add_host(g, deps, ndeps, p->fn, p->userData, node));
+}
+
+FC_API cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *node, cudaGraph_t g,
+					 const cudaGraphNode_t *deps, size_t ndeps)
+{
+	RT_ENTER("cudaGraphAddEmptyNode");
+	return rt_reti(fc_graph_add_host(g, deps, ndeps, NULL, NULL, node));
+}
+
+FC_API cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *num)
+{
+	RT_ENTER("cudaGraphGetNodes");
+	return rt_reti(fc_graph_nodes(g, nodes, num));
+}
+
+FC_API cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *type)
+{
+	int t;
+
+	RT_ENTER("cudaGraphNodeGetType");
+	t = fc_graph_node_type(node);
+	if (!type || t < 0)
+		return rt_ret(cudaErrorInvalidValue);
+	*type = (enum cudaGraphNodeType)t;
+	return cudaSuccess;
+}
+
+FC_API cudaError_t cudaGraphExecUpdate(cudaGraphExec_t x, cudaGraph_t g,
+				       cudaGraphExecUpdateResultInfo *info)
+{
+	enum cudaGraphExecUpdateResult r;
+	struct CUgraphNode_st *errnode;
+	int err;
+
+	RT_ENTER("cudaGraphExecUpdate");
+	if (!info)
+		return rt_ret(cudaErrorInvalidValue);
+	err = fc_graph_exec_update(x, g, &r, &errnode);
+	info->result = err == -EBADF ? cudaGraphExecUpdateError : r;
+	info->errorNode = errnode;
+	info->errorFromNode = NULL;
+	return rt_reti(err == -EBADF ? -EINVAL : err);
+}
+
+/* ---- memory pools: one default pool per device ---- */
+
+/* Returns the device of a pool handle, or -1 if it is none of ours. */
+static int pool_dev(cudaMemPool_t pool)
+{
+	int d;
+
+	for (d = 0; d < fc.cfg.devices; d++)
+		if (pool == &fc.dev[d].pool)
+			return d;
+	return -1;
+}
+
+FC_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
+{
+	RT_ENTER("cudaDeviceGetDefaultMemPool");
+	if (!pool)
+		return rt_ret(cudaErrorInvalidValue);
+	if (!dev_ok(device))
+		return rt_ret(cudaErrorInvalidDevice);
+	*pool = &fc.dev[device].pool;
+	return cudaSuccess;
+}
+
+FC_API cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *pool, int device)
+{
+	RT_ENTER("cudaDeviceGetMemPool");
+	if (!pool)
+		return rt_ret(cudaErrorInvalidValue);
+	if (!dev_ok(device))
+		return rt_ret(cudaErrorInvalidDevice);
+	*pool = &fc.dev[device].pool;
+	return cudaSuccess;
+}
+
+FC_API cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t pool)
+{
+	RT_ENTER("cudaDeviceSetMemPool");
+	if (!dev_ok(device))
+		return rt_ret(cudaErrorInvalidDevice);
+	if (pool_dev(pool) != device)
+		return rt_ret(cudaErrorInvalidValue);
+	return cudaSuccess;
+}
+
+FC_API cudaError_t cudaMemPoolCreate(cudaMemPool_t *pool, const struct cudaMemPoolProps *props)
+{
+	RT_ENTER("cudaMemPoolCreate");
+	if (!pool || !props)
+		return rt_ret(cudaErrorInvalidValue);
+	return rt_ret(cudaErrorNotSupported);
+}
+
+FC_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool)
+{
+	RT_ENTER("cudaMemPoolDestroy");
+	(void)pool;
+	return rt_ret(cudaErrorInvalidValue); /* a default pool cannot be destroyed */
+}
+
+static cudaError_t malloc_pool(const char *name, int ptsz, void **p, size_t size,
+			       cudaMemPool_t pool, cudaStream_t h)
+{
+	struct CUstream_st *s;
+	int d = pool_dev(pool);
+
+	RT_ENTER_ALLOC(name);
+	RT_STREAM(h, ptsz, s);
+	if (!p || d < 0)
+		return rt_ret(cudaErrorInvalidValue);
+	atomic_fetch_add(&fc_cnt.alloc_calls, 1);
+	return rt_reti(fc_dev_alloc(d, size ? size : 1, p));
+}
+
+FC_API cudaError_t cudaMallocFromPoolAsync(void **p, size_t size, cudaMemPool_t pool, cudaStream_t h)
+{
+	return malloc_pool("cudaMallocFromPoolAsync", 0, p, size, pool, h);
+}
+
+FC_API cudaError_t cudaMallocFromPoolAsync_ptsz(void **p, size_t size, cudaMemPool_t pool, cudaStream_t h)
+{
+	return malloc_pool("cudaMallocFromPoolAsync_ptsz", 1, p, size, pool, h);
+}
+
+FC_API cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep)
+{
+	RT_ENTER("cudaMemPoolTrimTo");
+	(void)keep;
+	return rt_ret(pool_dev(pool) < 0 ? cudaErrorInvalidValue : cudaSuccess);
+}
+
+FC_API cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value)
+{
+	int d = pool_dev(pool);
+
+	RT_ENTER("cudaMemPoolSetAttribute");
+	if (d < 0 || !value)
+		return rt_ret(cudaErrorInvalidValue);
+	switch (attr) {
+	case cudaMemPoolReuseFollowEventDependencies:
+	case cudaMemPoolReuseAllowOpportunistic:
+	case cudaMemPoolReuseAllowInternalDependencies:
+		pool->reuse[attr - 1] = *(int *)value != 0;
+		return cudaSuccess;
+	case cudaMemPoolAttrReleaseThreshold:
+		pool->release_threshold = *(unsigned long long *)value;
+		return cudaSuccess;
+	case cudaMemPoolAttrReservedMemHigh:
+	case cudaMemPoolAttrUsedMemHigh:
+		/* Only a reset to zero is allowed. */
+		return rt_ret(*(unsigned long long *)value ? cudaErrorInvalidValue : cudaSuccess);
+	default:
+		return rt_ret(cudaErrorInvalidValue);
+	}
+}
+
+/* The pool's memory is the device's: current and high figures are the
+ * device arena's use. */
+FC_API cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value)
+{
+	int d = pool_dev(pool);
+	size_t f = 0, t = 0;
+
+	RT_ENTER("cudaMemPoolGetAttribute");
+	if (d < 0 || !value)
+		return rt_ret(cudaErrorInvalidValue);
+	switch (attr) {
+	case cudaMemPoolReuseFollowEventDependencies:
+	case cudaMemPoolReuseAllowOpportunistic:
+	case cudaMemPoolReuseAllowInternalDependencies:
+		*(int *)value = pool->reuse[attr - 1];
+		return cudaSuccess;
+	case cudaMemPoolAttrReleaseThreshold:
+		*(unsigned long long *)value = pool->release_threshold;
+		return cudaSuccess;
+	case cudaMemPoolAttrReservedMemCurrent:
+	case cudaMemPoolAttrReservedMemHigh:
+	case cudaMemPoolAttrUsedMemCurrent:
+	case cudaMemPoolAttrUsedMemHigh:
+		fc_dev_meminfo(d, &f, &t);
+		*(unsigned long long *)value = t - f;
+		return cudaSuccess;
+	default:
+		return rt_ret(cudaErrorInvalidValue);
+	}
+}
+
+/* ---- kernels: plausible answers, no execution ---- */
+
+FC_API cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func)
+{
+	RT_ENTER("cudaFuncGetAttributes");
+	if (!attr)
+		return rt_ret(cudaErrorInvalidValue);
+	if (!func)
+		return rt_ret(cudaErrorInvalidDeviceFunction);
+	memset(attr, 0, sizeof(*attr));
+	attr->maxThreadsPerBlock = 1024;
+	attr->ptxVersion = 90;
+	attr->binaryVersion = 90;
+	attr->maxDynamicSharedSizeBytes = 48 << 10;
+	return cudaSuccess;
+}
+
+static cudaError_t occupancy(const char *name, int *n, const void *func, int block, unsigned flags)
+{
+	RT_ENTER(name);
+	if (!n || block <= 0 || flags > 1)
+		return rt_ret(cudaErrorInvalidValue);
+	if (!func)
+		return rt_ret(cudaErrorInvalidDeviceFunction);
+	*n = block > 1024 ? 0 : 2048 / block > 32 ? 32 : 2048 / block;
+	return cudaSuccess;
+}
+
+FC_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, const void *func, int block,
+								 size_t smem)
+{
+	(void)smem;
+	return occupancy("cudaOccupancyMaxActiveBlocksPerMultiprocessor", n, func, block, 0);
+}
+
+FC_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, const void *func,
+									  int block, size_t smem,
+									  unsigned int flags)
+{
+	(void)smem;
+	return occupancy("cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", n, func, block, flags);
+}
+
+/* ---- IPC: not emulated ---- */
+
+FC_API cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *p)
+{
+	(void)handle, (void)p;
+	RT_ENTER("cudaIpcGetMemHandle");
+	return rt_ret(cudaErrorNotSupported);
+}
+
+FC_API cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t handle, unsigned int flags)
+{
+	(void)p, (void)handle, (void)flags;
+	RT_ENTER("cudaIpcOpenMemHandle");
+	return rt_ret(cudaErrorNotSupported);
+}
+
+FC_API cudaError_t cudaIpcCloseMemHandle(void *p)
+{
+	(void)p;
+	RT_ENTER("cudaIpcCloseMemHandle");
+	return rt_ret(cudaErrorNotSupported);
+}
+
+FC_API cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *handle, cudaEvent_t e)
+{
+	(void)handle, (void)e;
+	RT_ENTER("cudaIpcGetEventHandle");
+	return rt_ret(cudaErrorNotSupported);
+}
+
+FC_API cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *e, cudaIpcEventHandle_t handle)
+{
+	(void)e, (void)handle;
+	RT_ENTER("cudaIpcOpenEventHandle");
 	return rt_ret(cudaErrorNotSupported);
 }

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-enum fc_op_kind { OP_COPY, OP_MEMSET, OP_EVENT, OP_NOP, OP_FREE, OP_HOSTFN };
+enum fc_op_kind { OP_COPY, OP_MEMSET, OP_EVENT, OP_NOP, OP_FREE, OP_HOSTFN, OP_CALLBACK };
 enum fc_dir { DIR_H2D, DIR_D2H, DIR_D2D, DIR_H2H };
 
 struct fc_dep {
@@ -27,21 +27,31 @@ struct fc_dep {
 	uint64_t seq;
 };
 
+/* What an operation or a graph node does. Copies and memsets are pitched:
+ * ROWS rows of WIDTH bytes, rows DPITCH (SPITCH) bytes apart; a linear one
+ * is one row. N is the byte count the counters see. A memset writes VALUE
+ * as elements of ESIZE bytes. */
+struct fc_xfer {
+	enum fc_op_kind kind;
+	void *dst;
+	const void *src;
+	size_t width, rows, dpitch, spitch, n;
+	unsigned value, esize;
+	enum fc_dir dir;
+	void (*fn)(void *);
+	void *arg;
+};
+
 struct fc_op {
 	struct fc_op *next;
-	enum fc_op_kind kind;
 	uint64_t seq;
 	struct fc_dep *deps;
 	size_t ndeps, depcap;
-	void *dst;
-	const void *src;
-	size_t n;
-	int value;
-	enum fc_dir dir;
-	void *staging;
+	struct fc_xfer x;
+	void *staging;          /* a pageable source, packed (pitch = width) */
 	struct CUevent_st *ev;
-	void (*fn)(void *);
-	void *arg;
+	cudaStreamCallback_t cb;
+	void *cb_stream;        /* the handle the callback is given */
 };
 
 struct CUstream_st {
@@ -57,6 +67,7 @@ struct CUstream_st {
 	int capturing;           /* 0 none, 1 active */
 	unsigned long long capture_id;
 	struct CUgraph_st *graph;
+	unsigned long long id;   /* cudaStreamGetId */
 };
 
 #define EV_BUCKETS 1024
@@ -72,32 +83,31 @@ struct CUevent_st {
 	int destroyed;
 };
 
-struct fc_node {
-	enum fc_op_kind kind;
-	void *dst;
-	const void *src;
-	size_t n;
-	int value;
-	enum fc_dir dir;
-};
-
 #define GRAPH_MAGIC 0x47524150u
 #define EXEC_MAGIC 0x45584543u
+#define NODE_MAGIC 0x4e4f4445u
+
+/* A graph node (cudaGraphNode_t); owned by its graph. */
+struct CUgraphNode_st {
+	unsigned magic;
+	struct CUgraph_st *g;
+	struct fc_xfer x;
+};
 
 struct CUgraph_st {
 	unsigned magic;
-	struct fc_node *nodes;
+	struct CUgraphNode_st **nodes; /* in the order added */
 	size_t n, cap;
 };
 
 struct CUgraphExec_st {
 	unsigned magic;
-	struct fc_node *nodes;
+	struct fc_xfer *nodes;
 	size_t n;
 };
 
 static struct CUevent_st *ev_buckets[EV_BUCKETS];
-static unsigned long long capture_ids;
+static unsigned long long capture_ids, stream_ids;
 static pthread_key_t pts_key;
 static pthread_once_t pts_once = PTHREAD_ONCE_INIT;
 
@@ -110,6 +120,7 @@ void fc_stream_forget(void)
 {
 	memset(ev_buckets, 0, sizeof(ev_buckets));
 	capture_ids = 0;
+	stream_ids = 0;
 }
 
 /* ---- operations ---- */
@@ -195,29 +206,58 @@ static void link_occupy(int link, double ns)
 		sleep_ns(until - now - LINK_SLACK_NS / 2);
 }
 
+/* Fills each of X's rows with its element value. */
+static void run_memset(const struct fc_xfer *x)
+{
+	char *row = fc_dev_rw(x->dst);
+	uint16_t v16 = (uint16_t)x->value;
+	uint32_t v32 = x->value;
+	size_t r, i;
+
+	for (r = 0; r < x->rows; r++, row += x->dpitch) {
+		if (x->esize == 1) {
+			memset(row, (int)(x->value & 0xff), x->width);
+			continue;
+		}
+		for (i = 0; i + x->esize <= x->width; i += x->esize)
+			memcpy(row + i, x->esize == 2 ? (const void *)&v16 : (const void *)&v32, x->esize);
+	}
+}
+
 /* Runs one operation on the worker, without the lock. */
 static void op_run(struct CUstream_st *s, struct fc_op *op)
 {
+	const struct fc_xfer *x = &op->x;
+	const char *src;
+	char *dst;
+	size_t spitch, r;
 	double gbps = 0;
 
 	if (fc.cfg.jitter_us)
 		sleep_ns((double)(rand_r(&s->seed) % (fc.cfg.jitter_us + 1)) * 1000.0);
-	switch (op->kind) {
+	switch (x->kind) {
 	case OP_COPY:
-		gbps = op->dir == DIR_D2D ? fc.cfg.d2d_gbps
-		       : op->dir == DIR_H2H ? 0 : fc.cfg.h2d_gbps;
+		gbps = x->dir == DIR_D2D ? fc.cfg.d2d_gbps
+		       : x->dir == DIR_H2H ? 0 : fc.cfg.h2d_gbps;
 		if (gbps > 0)
-			link_occupy(op->dir == DIR_D2D, (double)op->n / gbps);
-		memcpy(fc_dev_rw(op->dst), fc_dev_rw(op->staging ? op->staging : op->src), op->n);
+			link_occupy(x->dir == DIR_D2D, (double)x->n / gbps);
+		src = fc_dev_rw(op->staging ? op->staging : x->src);
+		spitch = op->staging ? x->width : x->spitch;
+		dst = fc_dev_rw(x->dst);
+		for (r = 0; r < x->rows; r++)
+			memcpy(dst + r * x->dpitch, src + r * spitch, x->width);
 		break;
 	case OP_MEMSET:
-		memset(fc_dev_rw(op->dst), op->value, op->n);
+		run_memset(x);
 		break;
 	case OP_FREE:
-		fc_dev_free(op->dst);
+		fc_dev_free(x->dst);
 		break;
 	case OP_HOSTFN:
-		op->fn(op->arg);
+		x->fn(x->arg);
+		break;
+	case OP_CALLBACK:
+		op->cb(op->cb_stream, cudaSuccess, x->arg);
 		break;
 	case OP_EVENT:
 	case OP_NOP:
@@ -259,7 +299,7 @@ static void *stream_worker(void *arg)
 		pthread_mutex_unlock(&fc.lock);
 		op_run(s, op);
 		pthread_mutex_lock(&fc.lock);
-		if (op->kind == OP_EVENT)
+		if (op->x.kind == OP_EVENT)
 			event_done_locked(s, op);
 		s->head = op->next;
 		if (!s->head)
@@ -326,6 +366,7 @@ static int stream_new_locked(int dev, unsigned flags, int prio, int legacy,
 	s->prio = prio;
 	s->legacy = legacy;
 	s->seed = (unsigned)(uintptr_t)s ^ (unsigned)time(NULL);
+	s->id = ++stream_ids;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -349,6 +390,8 @@ int fc_stream_create(int dev, unsigned flags, int prio, struct CUstream_st **out
 		return -ENODEV;
 	if (flags & ~(unsigned)cudaStreamNonBlocking)
 		return -EINVAL;
+	/* Priorities are clamped to [-5, 0], as cudaDeviceGetStreamPriorityRange says. */
+	prio = prio > 0 ? 0 : prio < -5 ? -5 : prio;
 	pthread_mutex_lock(&fc.lock);
 	err = stream_new_locked(dev, flags, prio, 0, out);
 	pthread_mutex_unlock(&fc.lock);
@@ -441,6 +484,16 @@ int fc_stream_is_legacy(struct CUstream_st *s)
 	return s->legacy;
 }
 
+int fc_stream_priority(struct CUstream_st *s)
+{
+	return s->prio;
+}
+
+unsigned long long fc_stream_id(struct CUstream_st *s)
+{
+	return s->id;
+}
+
 int fc_stream_sync(struct CUstream_st *s)
 {
 	struct fc_op *op;
@@ -458,7 +511,7 @@ int fc_stream_sync(struct CUstream_st *s)
 			err = -ENOMEM;
 			goto out_unlock;
 		}
-		op->kind = OP_NOP;
+		op->x.kind = OP_NOP;
 		wait_seq_locked(s, submit_locked(s, op));
 		goto out_unlock;
 	}
@@ -517,32 +570,47 @@ static void count_copy(enum fc_dir dir, size_t n)
 	}
 }
 
-static int graph_add_locked(struct CUgraph_st *g, const struct fc_op *op)
+/* Counts an operation accepted for execution. */
+static void count_xfer(const struct fc_xfer *x)
 {
-	struct fc_node *nd;
+	if (x->kind == OP_COPY) {
+		count_copy(x->dir, x->n);
+	} else if (x->kind == OP_MEMSET) {
+		atomic_fetch_add(&fc_cnt.memset_calls, 1);
+		atomic_fetch_add(&fc_cnt.memset_bytes, x->n);
+	}
+}
+
+/* Appends a node doing X to G (lock held). */
+static int graph_add_locked(struct CUgraph_st *g, const struct fc_xfer *x,
+			    struct CUgraphNode_st **out)
+{
+	struct CUgraphNode_st **nn, *nd;
 
 	if (g->n == g->cap) {
 		size_t ncap = g->cap ? g->cap * 2 : 16;
 
-		nd = realloc(g->nodes, ncap * sizeof(*nd));
-		if (!nd)
+		nn = realloc(g->nodes, ncap * sizeof(*nn));
+		if (!nn)
 			return -ENOMEM;
-		g->nodes = nd;
+		g->nodes = nn;
 		g->cap = ncap;
 	}
-	nd = &g->nodes[g->n++];
-	nd->kind = op->kind;
-	nd->dst = op->dst;
-	nd->src = op->src;
-	nd->n = op->n;
-	nd->value = op->value;
-	nd->dir = op->dir;
+	nd = calloc(1, sizeof(*nd));
+	if (!nd)
+		return -ENOMEM;
+	nd->magic = NODE_MAGIC;
+	nd->g = g;
+	nd->x = *x;
+	g->nodes[g->n++] = nd;
 	atomic_fetch_add(&fc_cnt.graph_nodes_captured, 1);
+	if (out)
+		*out = nd;
 	return 0;
 }
 
-/* Enqueues a copy or memset op, or records it when s is capturing. STAGE
- * is a private copy of a pageable source, used only when not capturing. */
+/* Enqueues a copy, memset or host function, or records it as a node when
+ * s is capturing. */
 static int enqueue_data_op(struct CUstream_st *s, struct fc_op *op, int sync)
 {
 	uint64_t seq;
@@ -550,17 +618,12 @@ static int enqueue_data_op(struct CUstream_st *s, struct fc_op *op, int sync)
 
 	pthread_mutex_lock(&fc.lock);
 	if (s->capturing) {
-		err = graph_add_locked(s->graph, op);
+		err = graph_add_locked(s->graph, &op->x, NULL);
 		pthread_mutex_unlock(&fc.lock);
 		op_free(op);
 		return err;
 	}
-	if (op->kind == OP_COPY) {
-		count_copy(op->dir, op->n);
-	} else {
-		atomic_fetch_add(&fc_cnt.memset_calls, 1);
-		atomic_fetch_add(&fc_cnt.memset_bytes, op->n);
-	}
+	count_xfer(&op->x);
 	seq = submit_locked(s, op);
 	if (sync)
 		wait_seq_locked(s, seq);
@@ -568,18 +631,39 @@ static int enqueue_data_op(struct CUstream_st *s, struct fc_op *op, int sync)
 	return err;
 }
 
-int fc_copy(void *dst, const void *src, size_t n, int kind,
-	    struct CUstream_st *s, int sync)
+/* The span in bytes of ROWS rows of WIDTH bytes PITCH apart; 0 on overflow. */
+static size_t span_2d(size_t pitch, size_t width, size_t rows)
 {
-	struct fc_op *op;
+	if (rows > 1 && pitch > (SIZE_MAX - width) / (rows - 1))
+		return 0;
+	return pitch * (rows - 1) + width;
+}
+
+/* The largest pitch a device accepts (cudaDevAttrMaxPitch). */
+#define FC_MAX_PITCH ((size_t)INT32_MAX)
+
+/* Validates a pitched copy and describes it in X; *SK gets the source's
+ * memory kind. */
+static int copy_describe(struct fc_xfer *x, void *dst, size_t dpitch, const void *src,
+			 size_t spitch, size_t width, size_t height, int kind, int *skp)
+{
+	size_t sspan, dspan;
 	int sk, dk, sdev, ddev;
 
-	if (!n)
-		return 0;
 	if (!dst || !src)
 		return -EINVAL;
-	sk = fc_mem_classify(src, n, NULL);
-	dk = fc_mem_classify(dst, n, NULL);
+	if (height > 1 && (width > dpitch || width > spitch))
+		return -EINVAL;
+	if (height > 1 && (dpitch > FC_MAX_PITCH || spitch > FC_MAX_PITCH))
+		return -ERANGE;
+	if (height <= 1)
+		dpitch = spitch = width;
+	sspan = span_2d(spitch, width, height);
+	dspan = span_2d(dpitch, width, height);
+	if (!sspan || !dspan)
+		return -EINVAL;
+	sk = fc_mem_classify(src, sspan, NULL);
+	dk = fc_mem_classify(dst, dspan, NULL);
 	if (sk < 0 || dk < 0)
 		return -EINVAL;
 	sdev = sk == FC_DEVICE || sk == FC_MANAGED;
@@ -606,46 +690,118 @@ int fc_copy(void *dst, const void *src, size_t n, int kind,
 	default:
 		return -EINVAL;
 	}
+	memset(x, 0, sizeof(*x));
+	x->kind = OP_COPY;
+	x->dst = dst;
+	x->src = src;
+	x->width = width;
+	x->rows = height;
+	x->dpitch = dpitch;
+	x->spitch = spitch;
+	x->n = width * height;
+	x->dir = sdev ? (ddev ? DIR_D2D : DIR_D2H) : (ddev ? DIR_H2D : DIR_H2H);
+	*skp = sk;
+	return dk;
+}
+
+int fc_copy2d(void *dst, size_t dpitch, const void *src, size_t spitch,
+	      size_t width, size_t height, int kind, struct CUstream_st *s, int sync)
+{
+	struct fc_op *op;
+	size_t r;
+	int sk, dk;
+
+	if (!width || !height)
+		return 0;
 	op = calloc(1, sizeof(*op));
 	if (!op)
 		return -ENOMEM;
-	op->kind = OP_COPY;
-	op->dst = dst;
-	op->src = src;
-	op->n = n;
-	op->dir = sdev ? (ddev ? DIR_D2D : DIR_D2H) : (ddev ? DIR_H2D : DIR_H2H);
+	dk = copy_describe(&op->x, dst, dpitch, src, spitch, width, height, kind, &sk);
+	if (dk < 0) {
+		op_free(op);
+		return dk;
+	}
 	if (sk == FC_PAGEABLE && !s->capturing) {
 		/* A pageable source is read now, as the real runtime stages it. */
-		op->staging = malloc(n);
+		op->staging = malloc(op->x.n);
 		if (!op->staging) {
 			op_free(op);
 			return -ENOMEM;
 		}
-		memcpy(op->staging, src, n);
+		for (r = 0; r < height; r++)
+			memcpy((char *)op->staging + r * width,
+			       (const char *)src + r * op->x.spitch, width);
 	}
 	if (dk == FC_PAGEABLE)
 		sync = 1;
 	return enqueue_data_op(s, op, sync);
 }
 
-int fc_memset(void *dst, int value, size_t n, struct CUstream_st *s, int sync)
+int fc_copy(void *dst, const void *src, size_t n, int kind,
+	    struct CUstream_st *s, int sync)
 {
-	struct fc_op *op;
+	return fc_copy2d(dst, n, src, n, n, 1, kind, s, sync);
+}
+
+/* Validates a pitched memset (WIDTH in elements) and describes it in X. */
+static int memset_describe(struct fc_xfer *x, void *dst, size_t pitch, unsigned value,
+			   unsigned esize, size_t width, size_t height)
+{
+	size_t wbytes, span;
 	int dk;
 
-	if (!n)
-		return 0;
-	dk = fc_mem_classify(dst, n, NULL);
+	if (esize != 1 && esize != 2 && esize != 4)
+		return -EINVAL;
+	if (!dst || width > SIZE_MAX / esize)
+		return -EINVAL;
+	wbytes = width * esize;
+	if (height <= 1)
+		pitch = wbytes;
+	if (wbytes > pitch)
+		return -EINVAL;
+	if (pitch > FC_MAX_PITCH && height > 1)
+		return -ERANGE;
+	span = span_2d(pitch, wbytes, height);
+	if (!span)
+		return -EINVAL;
+	dk = fc_mem_classify(dst, span, NULL);
 	if (dk != FC_DEVICE && dk != FC_MANAGED)
 		return -EINVAL;
+	memset(x, 0, sizeof(*x));
+	x->kind = OP_MEMSET;
+	x->dst = dst;
+	x->width = wbytes;
+	x->rows = height;
+	x->dpitch = pitch;
+	x->spitch = pitch;
+	x->n = wbytes * height;
+	x->value = value;
+	x->esize = esize;
+	return 0;
+}
+
+int fc_memset2d(void *dst, size_t pitch, unsigned value, unsigned esize,
+		size_t width, size_t height, struct CUstream_st *s, int sync)
+{
+	struct fc_op *op;
+	int err;
+
+	if (!width || !height)
+		return esize == 1 || esize == 2 || esize == 4 ? 0 : -EINVAL;
 	op = calloc(1, sizeof(*op));
 	if (!op)
 		return -ENOMEM;
-	op->kind = OP_MEMSET;
-	op->dst = dst;
-	op->n = n;
-	op->value = value;
+	err = memset_describe(&op->x, dst, pitch, value, esize, width, height);
+	if (err) {
+		op_free(op);
+		return err;
+	}
 	return enqueue_data_op(s, op, sync);
+}
+
+int fc_memset(void *dst, int value, size_t n, struct CUstream_st *s, int sync)
+{
+	return fc_memset2d(dst, n, (unsigned)value & 0xff, 1, n, 1, s, sync);
 }
 
 /* Enqueues a non-data operation (lock not held); refused while capturing. */
@@ -676,11 +832,13 @@ int fc_free_async(void *p, struct CUstream_st *s)
 	op = calloc(1, sizeof(*op));
 	if (!op)
 		return -ENOMEM;
-	op->kind = OP_FREE;
-	op->dst = p;
+	op->x.kind = OP_FREE;
+	op->x.dst = p;
 	return enqueue_simple(s, op);
 }
 
+/* A host function runs on the worker in stream order; while the stream is
+ * capturing it becomes a host node, as on a real device. */
 int fc_hostfn(struct CUstream_st *s, void (*fn)(void *), void *arg)
 {
 	struct fc_op *op;
@@ -690,10 +848,45 @@ int fc_hostfn(struct CUstream_st *s, void (*fn)(void *), void *arg)
 	op = calloc(1, sizeof(*op));
 	if (!op)
 		return -ENOMEM;
-	op->kind = OP_HOSTFN;
-	op->fn = fn;
-	op->arg = arg;
-	return enqueue_simple(s, op);
+	op->x.kind = OP_HOSTFN;
+	op->x.fn = fn;
+	op->x.arg = arg;
+	return enqueue_data_op(s, op, 0);
+}
+
+/* The legacy callback form; not capturable (cudaErrorStreamCaptureUnsupported). */
+int fc_stream_callback(struct CUstream_st *s, void *handle, cudaStreamCallback_t cb, void *arg)
+{
+	struct fc_op *op;
+	int err;
+
+	if (!cb)
+		return -EINVAL;
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	op->x.kind = OP_CALLBACK;
+	op->x.arg = arg;
+	op->cb = cb;
+	op->cb_stream = handle;
+	err = enqueue_simple(s, op);
+	return err == -ENOTSUP ? -EPERM : err;
+}
+
+int fc_stream_nop(struct CUstream_st *s)
+{
+	struct fc_op *op = calloc(1, sizeof(*op));
+
+	if (!op)
+		return -ENOMEM;
+	op->x.kind = OP_NOP;
+	pthread_mutex_lock(&fc.lock);
+	if (s->capturing)
+		op_free(op);
+	else
+		submit_locked(s, op);
+	pthread_mutex_unlock(&fc.lock);
+	return 0;
 }
 
 /* ---- events ---- */
@@ -765,7 +958,7 @@ int fc_event_record(struct CUevent_st *e, struct CUstream_st *s)
 
 	if (!op)
 		return -ENOMEM;
-	op->kind = OP_EVENT;
+	op->x.kind = OP_EVENT;
 	op->ev = e;
 	pthread_mutex_lock(&fc.lock);
 	if (!event_live_locked(e)) {
@@ -838,7 +1031,7 @@ int fc_stream_wait_event(struct CUstream_st *s, struct CUevent_st *e)
 	op = calloc(1, sizeof(*op));
 	if (!op)
 		return -ENOMEM;
-	op->kind = OP_NOP;
+	op->x.kind = OP_NOP;
 	pthread_mutex_lock(&fc.lock);
 	if (!event_live_locked(e)) {
 		err = -EBADF;
@@ -859,21 +1052,38 @@ int fc_stream_wait_event(struct CUstream_st *s, struct CUevent_st *e)
 
 /* ---- capture and graphs ---- */
 
-int fc_capture_begin(struct CUstream_st *s)
+static int graph_valid(struct CUgraph_st *g)
 {
-	struct CUgraph_st *g;
+	return g && g->magic == GRAPH_MAGIC;
+}
+
+int fc_graph_create(struct CUgraph_st **out)
+{
+	struct CUgraph_st *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return -ENOMEM;
+	g->magic = GRAPH_MAGIC;
+	*out = g;
+	return 0;
+}
+
+int fc_capture_begin(struct CUstream_st *s, struct CUgraph_st *into)
+{
+	struct CUgraph_st *g = into;
 	int err = 0;
 
 	if (s->legacy)
 		return -EPERM;
-	g = calloc(1, sizeof(*g));
-	if (!g)
-		return -ENOMEM;
-	g->magic = GRAPH_MAGIC;
+	if (into && !graph_valid(into))
+		return -EINVAL;
+	if (!g && (err = fc_graph_create(&g)))
+		return err;
 	pthread_mutex_lock(&fc.lock);
 	if (s->capturing) {
 		err = -EPERM;
-		free(g);
+		if (!into)
+			free(g);
 	} else {
 		s->capturing = 1;
 		s->capture_id = ++capture_ids;
@@ -914,41 +1124,194 @@ int fc_capture_status(struct CUstream_st *s, unsigned long long *id,
 	return st;
 }
 
+/* Checks that every dependency is a node of G (lock held). */
+static int deps_valid_locked(struct CUgraph_st *g, struct CUgraphNode_st *const *deps, size_t ndeps)
+{
+	size_t i;
+
+	if (ndeps && !deps)
+		return -EINVAL;
+	for (i = 0; i < ndeps; i++)
+		if (!deps[i] || deps[i]->magic != NODE_MAGIC || deps[i]->g != g)
+			return -EINVAL;
+	return 0;
+}
+
+/* Adds a described node to an explicit graph. */
+static int graph_add_node(struct CUgraph_st *g, struct CUgraphNode_st *const *deps, size_t ndeps,
+			  const struct fc_xfer *x, struct CUgraphNode_st **out)
+{
+	int err;
+
+	if (!graph_valid(g) || !out)
+		return -EINVAL;
+	pthread_mutex_lock(&fc.lock);
+	err = deps_valid_locked(g, deps, ndeps);
+	if (!err)
+		err = graph_add_locked(g, x, out);
+	pthread_mutex_unlock(&fc.lock);
+	return err;
+}
+
+int fc_graph_add_copy(struct CUgraph_st *g, struct CUgraphNode_st *const *deps, size_t ndeps,
+		      void *dst, const void *src, size_t n, int kind,
+		      struct CUgraphNode_st **out)
+{
+	struct fc_xfer x;
+	int sk, err;
+
+	if (!n)
+		return -EINVAL;
+	err = copy_describe(&x, dst, n, src, n, n, 1, kind, &sk);
+	if (err < 0)
+		return err;
+	return graph_add_node(g, deps, ndeps, &x, out);
+}
+
+int fc_graph_add_memset(struct CUgraph_st *g, struct CUgraphNode_st *const *deps, size_t ndeps,
+			void *dst, size_t pitch, unsigned value, unsigned esize,
+			size_t width, size_t height, struct CUgraphNode_st **out)
+{
+	struct fc_xfer x;
+	int err;
+
+	if (!width || !height)
+		return -EINVAL;
+	err = memset_describe(&x, dst, pitch, value, esize, width, height);
+	if (err)
+		return err;
+	return graph_add_node(g, deps, ndeps, &x, out);
+}
+
+int fc_graph_add_host(struct CUgraph_st *g, struct CUgraphNode_st *const *deps, size_t ndeps,
+		      void (*fn)(void *), void *arg, struct CUgraphNode_st **out)
+{
+	struct fc_xfer x;
+
+	memset(&x, 0, sizeof(x));
+	x.kind = fn ? OP_HOSTFN : OP_NOP;
+	x.fn = fn;
+	x.arg = arg;
+	return graph_add_node(g, deps, ndeps, &x, out);
+}
+
+int fc_graph_nodes(struct CUgraph_st *g, struct CUgraphNode_st **nodes, size_t *num)
+{
+	size_t i;
+
+	if (!graph_valid(g) || !num)
+		return -EINVAL;
+	pthread_mutex_lock(&fc.lock);
+	if (nodes) {
+		for (i = 0; i < *num; i++)
+			nodes[i] = i < g->n ? g->nodes[i] : NULL;
+		if (*num > g->n)
+			*num = g->n;
+	} else {
+		*num = g->n;
+	}
+	pthread_mutex_unlock(&fc.lock);
+	return 0;
+}
+
+static int xfer_type(const struct fc_xfer *x)
+{
+	switch (x->kind) {
+	case OP_COPY: return cudaGraphNodeTypeMemcpy;
+	case OP_MEMSET: return cudaGraphNodeTypeMemset;
+	case OP_HOSTFN: return cudaGraphNodeTypeHost;
+	default: return cudaGraphNodeTypeEmpty;
+	}
+}
+
+int fc_graph_node_type(struct CUgraphNode_st *nd)
+{
+	if (!nd || nd->magic != NODE_MAGIC)
+		return -EINVAL;
+	return xfer_type(&nd->x);
+}
+
 int fc_graph_instantiate(struct CUgraph_st *g, struct CUgraphExec_st **out)
 {
 	struct CUgraphExec_st *x;
+	size_t i;
 
-	if (!g || g->magic != GRAPH_MAGIC)
+	if (!graph_valid(g))
 		return -EBADF;
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
 	x->magic = EXEC_MAGIC;
+	pthread_mutex_lock(&fc.lock);
 	x->n = g->n;
 	x->nodes = malloc((g->n ? g->n : 1) * sizeof(*x->nodes));
+	for (i = 0; x->nodes && i < g->n; i++)
+		x->nodes[i] = g->nodes[i]->x;
+	pthread_mutex_unlock(&fc.lock);
 	if (!x->nodes) {
 		free(x);
 		return -ENOMEM;
 	}
-	memcpy(x->nodes, g->nodes, g->n * sizeof(*x->nodes));
 	*out = x;
 	return 0;
 }
 
+int fc_graph_exec_update(struct CUgraphExec_st *x, struct CUgraph_st *g,
+			 enum cudaGraphExecUpdateResult *result, struct CUgraphNode_st **errnode)
+{
+	size_t i;
+	int err = 0;
+
+	*result = cudaGraphExecUpdateSuccess;
+	*errnode = NULL;
+	if (fc_graph_exec_check(x) || !graph_valid(g))
+		return -EBADF;
+	pthread_mutex_lock(&fc.lock);
+	if (g->n != x->n) {
+		*result = cudaGraphExecUpdateErrorTopologyChanged;
+		err = -EXDEV;
+		goto out_unlock;
+	}
+	for (i = 0; i < g->n; i++) {
+		if (xfer_type(&g->nodes[i]->x) != xfer_type(&x->nodes[i])) {
+			*result = cudaGraphExecUpdateErrorNodeTypeChanged;
+			*errnode = g->nodes[i];
+			err = -EXDEV;
+			goto out_unlock;
+		}
+	}
+	for (i = 0; i < g->n; i++)
+		x->nodes[i] = g->nodes[i]->x;
+out_unlock:
+	pthread_mutex_unlock(&fc.lock);
+	return err;
+}
+
 int fc_graph_destroy(struct CUgraph_st *g)
 {
-	if (!g || g->magic != GRAPH_MAGIC)
+	size_t i;
+
+	if (!graph_valid(g))
 		return -EBADF;
 	g->magic = 0;
+	for (i = 0; i < g->n; i++) {
+		g->nodes[i]->magic = 0;
+		free(g->nodes[i]);
+	}
 	free(g->nodes);
 	g->nodes = NULL;
 	free(g);
 	return 0;
 }
 
+int fc_graph_exec_check(struct CUgraphExec_st *x)
+{
+	return x && x->magic == EXEC_MAGIC ? 0 : -EBADF;
+}
+
 int fc_graph_exec_destroy(struct CUgraphExec_st *x)
 {
-	if (!x || x->magic != EXEC_MAGIC)
+	if (fc_graph_exec_check(x))
 		return -EBADF;
 	x->magic = 0;
 	free(x->nodes);
@@ -957,14 +1320,14 @@ int fc_graph_exec_destroy(struct CUgraphExec_st *x)
 	return 0;
 }
 
-/* Replays the recorded copies on s; sources are read when each runs. */
+/* Replays the nodes on s in order; sources are read when each runs. */
 int fc_graph_launch(struct CUgraphExec_st *x, struct CUstream_st *s)
 {
 	struct fc_op *op;
 	size_t i;
 	int err = 0;
 
-	if (!x || x->magic != EXEC_MAGIC)
+	if (fc_graph_exec_check(x))
 		return -EBADF;
 	pthread_mutex_lock(&fc.lock);
 	if (s->capturing) {
@@ -977,14 +1340,8 @@ int fc_graph_launch(struct CUgraphExec_st *x, struct CUstream_st *s)
 			err = -ENOMEM;
 			break;
 		}
-		op->kind = x->nodes[i].kind;
-		op->dst = x->nodes[i].dst;
-		op->src = x->nodes[i].src;
-		op->n = x->nodes[i].n;
-		op->value = x->nodes[i].value;
-		op->dir = x->nodes[i].dir;
-		if (op->kind == OP_COPY)
-			count_copy(op->dir, op->n);
+		op->x = x->nodes[i];
+		count_xfer(&op->x);
 		submit_locked(s, op);
 	}
 	atomic_fetch_add(&fc_cnt.graph_launches, 1);

@@ -1,0 +1,543 @@
+/*
+ * api.c: proves the wider API of the emulated CUDA device (pitched copies,
+ * stream callbacks and queries, module variables, peers, explicit graphs,
+ * pools, limits and the rest) behaves as CUDA documents it, without giving
+ * up strictness: device bytes are only ever read back through copies, and
+ * copies run on stream workers. Built against the real toolkit and run with
+ * LD_LIBRARY_PATH=build/fakecuda, like strict.c.
+ *
+ * Each case runs in a fork()ed child with its own FAKECUDA_* settings; the
+ * child exits with (the low byte of) the line of the first failed check.
+ */
+#include <CUnit/Basic.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* What nvcc's registration code calls; no public header declares them. */
+extern void **__cudaRegisterFatBinary(void *fatCubin);
+extern void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress,
+			      const char *deviceName, int ext, size_t size, int constant, int global);
+
+#define CHK(cond) do { if (!(cond)) { \
+	fprintf(stderr, "child check failed at line %d: %s\n", __LINE__, #cond); \
+	_exit(__LINE__ & 0xff ? __LINE__ & 0xff : 1); } } while (0)
+
+static int in_child(void (*fn)(void), const char *const *env)
+{
+	pid_t pid = fork();
+	int status = -1;
+
+	if (pid == 0) {
+		for (; env && *env; env += 2)
+			setenv(env[0], env[1], 1);
+		alarm(10);
+		fn();
+		exit(0);
+	}
+	waitpid(pid, &status, 0);
+	return status;
+}
+
+static int child_ok(int status)
+{
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "child died of signal %d\n", WTERMSIG(status));
+	else if (WEXITSTATUS(status))
+		fprintf(stderr, "child exited %d\n", WEXITSTATUS(status));
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static unsigned long long counter(const char *name)
+{
+	unsigned long long (*fn)(const char *);
+
+	*(void **)&fn = dlsym(RTLD_DEFAULT, "fakecuda_counter");
+	CHK(fn != NULL);
+	return fn(name);
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&t, NULL);
+}
+
+static atomic_int gate;
+
+static void hold_stream(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&gate))
+		sleep_ms(1);
+}
+
+/* ---- pitched copies ---- */
+
+#define W 40
+#define H 6
+#define SP 64   /* host pitch */
+
+static void child_copy2d(void)
+{
+	unsigned char src[SP * H], back[4096], *pinned, *pout;
+	void *d, *d2;
+	size_t dp = 0, r, c;
+	cudaStream_t s;
+	cudaGraph_t g;
+	cudaGraphExec_t x;
+	CUDA_MEMCPY2D m;
+
+	CHK(cudaMallocPitch(&d, &dp, W, H) == cudaSuccess && dp >= W && dp * H <= sizeof(back));
+	CHK(cudaMalloc(&d2, dp * H) == cudaSuccess);
+	CHK(cudaMemset(d, 0xEE, dp * H) == cudaSuccess);
+	for (r = 0; r < SP * H; r++)
+		src[r] = (unsigned char)(r * 7 + 1);
+
+	/* Host to device from pageable memory: one call, W*H bytes. */
+	CHK(cudaMemcpy2D(d, dp, src, SP, W, H, cudaMemcpyHostToDevice) == cudaSuccess);
+	CHK(counter("h2d_calls") == 1 && counter("h2d_bytes") == W * H);
+	CHK(counter("cudaMemcpy2D") == 1);
+	/* Read the whole pitched block back: rows carry data, padding is untouched. */
+	CHK(cudaMemcpy(back, d, dp * H, cudaMemcpyDeviceToHost) == cudaSuccess);
+	for (r = 0; r < H; r++)
+		for (c = 0; c < dp; c++)
+			CHK(back[r * dp + c] == (c < W ? src[r * SP + c] : 0xEE));
+
+	/* Device to device, then device to host with cudaMemcpyDefault. */
+	CHK(cudaMemcpy2D(d2, dp, d, dp, W, H, cudaMemcpyDeviceToDevice) == cudaSuccess);
+	memset(back, 0, sizeof(back));
+	CHK(cudaMemcpy2D(back, SP, d2, dp, W, H, cudaMemcpyDefault) == cudaSuccess);
+	for (r = 0; r < H; r++)
+		CHK(memcmp(back + r * SP, src + r * SP, W) == 0 && back[r * SP + W] == 0);
+	CHK(counter("d2d_calls") == 1 && counter("d2d_bytes") == W * H);
+	CHK(counter("d2h_bytes") == (unsigned long long)dp * H + W * H);
+
+	/* Validation. */
+	CHK(cudaMemcpy2D(d, dp, src, W - 1, W, H, cudaMemcpyHostToDevice) == cudaErrorInvalidValue);
+	CHK(cudaGetLastError() == cudaErrorInvalidValue);
+	CHK(cudaMemcpy2D(d, dp, src, SP, W, H + 1, cudaMemcpyHostToDevice) == cudaErrorInvalidValue);
+	CHK(cudaMemcpy2D(d, dp, src, SP, W, H, cudaMemcpyDeviceToHost) == cudaErrorInvalidValue);
+	CHK(cudaMemcpy2D(d, (size_t)1 << 40, src, SP, W, 2, cudaMemcpyHostToDevice) == cudaErrorInvalidPitchValue);
+	CHK(cudaMemcpy2D(d, dp, src, SP, 0, H, cudaMemcpyHostToDevice) == cudaSuccess);
+
+	/* Pinned sources are read when the copy runs, pageable ones at the call. */
+	CHK(cudaMallocHost((void **)&pinned, SP * H) == cudaSuccess);
+	CHK(cudaMallocHost((void **)&pout, SP * H) == cudaSuccess);
+	CHK(cudaStreamCreate(&s) == cudaSuccess);
+	memset(pinned, 'a', SP * H);
+	memset(src, 'a', sizeof(src));
+	atomic_store(&gate, 0);
+	CHK(cudaLaunchHostFunc(s, hold_stream, NULL) == cudaSuccess);
+	CHK(cudaMemcpy2DAsync(d, dp, pinned, SP, W, H, cudaMemcpyHostToDevice, s) == cudaSuccess);
+	CHK(cudaMemcpy2DAsync(d2, dp, src, SP, W, H, cudaMemcpyHostToDevice, s) == cudaSuccess);
+	memset(pinned, 'b', SP * H);
+	memset(src, 'b', sizeof(src));
+	atomic_store(&gate, 1);
+	CHK(cudaStreamSynchronize(s) == cudaSuccess);
+	CHK(cudaMemcpy2D(pout, SP, d, dp, W, H, cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(pout[0] == 'b' && pout[(H - 1) * SP + W - 1] == 'b');
+	CHK(cudaMemcpy2D(pout, SP, d2, dp, W, H, cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(pout[0] == 'a' && pout[(H - 1) * SP + W - 1] == 'a');
+
+	/* A pitched memset touches only the rows' first W bytes. */
+	CHK(cudaMemset(d, 0, dp * H) == cudaSuccess);
+	CHK(cudaMemset2D(d, dp, 0x5A, W, H) == cudaSuccess);
+	CHK(cudaMemcpy(back, d, dp * H, cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(back[0] == 0x5A && back[W - 1] == 0x5A && back[W] == 0 && back[(H - 1) * dp + W - 1] == 0x5A);
+	CHK(counter("memset_bytes") == 2 * (unsigned long long)dp * H + W * H);
+
+	/* The driver form, and a captured 2D copy replayed from pinned memory. */
+	memset(&m, 0, sizeof(m));
+	m.srcMemoryType = CU_MEMORYTYPE_HOST;
+	m.srcHost = pinned;
+	m.srcPitch = SP;
+	m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	m.dstDevice = (CUdeviceptr)d;
+	m.dstPitch = dp;
+	m.WidthInBytes = W;
+	m.Height = H;
+	memset(pinned, 'c', SP * H);
+	CHK(cuMemcpy2D(&m) == CUDA_SUCCESS);
+	CHK(cudaMemcpy2D(pout, SP, d, dp, W, H, cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(pout[0] == 'c' && pout[(H - 1) * SP + W - 1] == 'c');
+	CHK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess);
+	CHK(cudaMemcpy2DAsync(d, dp, pinned, SP, W, H, cudaMemcpyHostToDevice, s) == cudaSuccess);
+	CHK(cudaStreamEndCapture(s, &g) == cudaSuccess);
+	CHK(cudaGraphInstantiate(&x, g, 0) == cudaSuccess);
+	memset(pinned, 'd', SP * H);
+	CHK(cudaGraphLaunch(x, s) == cudaSuccess);
+	CHK(cudaStreamSynchronize(s) == cudaSuccess);
+	CHK(cudaMemcpy2D(pout, SP, d, dp, W, H, cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(pout[0] == 'd' && pout[(H - 1) * SP + W - 1] == 'd');
+}
+
+static void test_pitched_copies(void)
+{
+	const char *env[] = { "FAKECUDA_JITTER_US", "200", NULL };
+
+	CU_ASSERT(child_ok(in_child(child_copy2d, env)));
+}
+
+/* ---- stream callbacks and queries ---- */
+
+static unsigned char *cb_buf;
+static atomic_int cb_seen, cb_order;
+static pthread_t main_thread;
+static cudaStream_t cb_expect;
+
+static void stream_cb(cudaStream_t s, cudaError_t status, void *arg)
+{
+	/* Runs after the earlier copy landed, on a worker, with its stream. */
+	int ok = status == cudaSuccess && s == cb_expect && cb_buf[0] == 'z' &&
+		 !pthread_equal(pthread_self(), main_thread) && atomic_load(&cb_order) == 0;
+
+	atomic_store(&cb_order, (int)(intptr_t)arg);
+	atomic_store(&cb_seen, ok ? 1 : -1);
+}
+
+static void after_cb(void *arg)
+{
+	(void)arg;
+	if (atomic_load(&cb_order) != 7)
+		atomic_store(&cb_seen, -2);
+}
+
+static void child_callbacks(void)
+{
+	cudaStream_t s, lo, hi;
+	unsigned char src[256];
+	void *d;
+	int prio = 99, least = 1, greatest = 1;
+	unsigned long long id1 = 0, id2 = 0;
+	unsigned flags = 9;
+
+	main_thread = pthread_self();
+	CHK(cudaMalloc(&d, 256) == cudaSuccess);
+	CHK(cudaMallocHost((void **)&cb_buf, 256) == cudaSuccess);
+	CHK(cudaStreamCreate(&s) == cudaSuccess);
+	memset(src, 'z', sizeof(src));
+	CHK(cudaMemcpy(d, src, 256, cudaMemcpyHostToDevice) == cudaSuccess);
+	cb_expect = s;
+	atomic_store(&gate, 0);
+	CHK(cudaLaunchHostFunc(s, hold_stream, NULL) == cudaSuccess);
+	CHK(cudaMemcpyAsync(cb_buf, d, 256, cudaMemcpyDeviceToHost, s) == cudaSuccess);
+	CHK(cudaStreamAddCallback(s, stream_cb, (void *)7, 0) == cudaSuccess);
+	CHK(cuLaunchHostFunc(s, after_cb, NULL) == CUDA_SUCCESS);
+	sleep_ms(20);
+	CHK(atomic_load(&cb_seen) == 0); /* held behind the gate */
+	atomic_store(&gate, 1);
+	CHK(cudaStreamSynchronize(s) == cudaSuccess);
+	CHK(atomic_load(&cb_seen) == 1 && atomic_load(&cb_order) == 7);
+	CHK(cudaStreamAddCallback(s, stream_cb, NULL, 1) == cudaErrorInvalidValue);
+	CHK(counter("cudaStreamAddCallback") == 2);
+
+	/* Priorities are clamped to the advertised range; ids are distinct. */
+	CHK(cudaDeviceGetStreamPriorityRange(&least, &greatest) == cudaSuccess);
+	CHK(cudaStreamCreateWithPriority(&hi, cudaStreamNonBlocking, greatest - 10) == cudaSuccess);
+	CHK(cudaStreamCreateWithPriority(&lo, 0, least) == cudaSuccess);
+	CHK(cudaStreamGetPriority(hi, &prio) == cudaSuccess && prio == greatest);
+	CHK(cudaStreamGetPriority(lo, &prio) == cudaSuccess && prio == least);
+	CHK(cudaStreamGetFlags(hi, &flags) == cudaSuccess && flags == cudaStreamNonBlocking);
+	CHK(cudaStreamGetId(hi, &id1) == cudaSuccess && cudaStreamGetId(lo, &id2) == cudaSuccess);
+	CHK(id1 != id2 && id1 && id2);
+	CHK(cudaStreamGetId(0, &id1) == cudaSuccess);
+	CHK(cudaStreamDestroy(lo) == cudaSuccess);
+	CHK(cudaStreamGetPriority(lo, &prio) == cudaErrorInvalidResourceHandle);
+}
+
+static void test_callbacks_run_in_order(void)
+{
+	CU_ASSERT(child_ok(in_child(child_callbacks, NULL)));
+}
+
+/* ---- module variables ---- */
+
+static char shadow_var[64];   /* the host shadow nvcc would register */
+static char not_a_symbol[64];
+
+static void child_symbols(void)
+{
+	unsigned char in[64], out[64];
+	struct cudaPointerAttributes a;
+	void *addr = NULL;
+	size_t size = 0;
+	cudaStream_t s;
+	int i;
+
+	for (i = 0; i < 64; i++)
+		in[i] = (unsigned char)(i + 100);
+	CHK(cudaMemcpyToSymbol(shadow_var, in, 64, 0, cudaMemcpyHostToDevice) == cudaSuccess);
+	CHK(shadow_var[0] == 0); /* the host shadow is not the variable */
+	memset(out, 0, sizeof(out));
+	CHK(cudaMemcpyFromSymbol(out, shadow_var, 32, 16, cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(memcmp(out, in + 16, 32) == 0);
+	CHK(counter("h2d_bytes") == 64 && counter("d2h_bytes") == 32);
+
+	CHK(cudaGetSymbolSize(&size, shadow_var) == cudaSuccess && size == 64);
+	CHK(cudaGetSymbolAddress(&addr, shadow_var) == cudaSuccess && addr != NULL);
+	CHK(cudaPointerGetAttributes(&a, addr) == cudaSuccess && a.type == cudaMemoryTypeDevice);
+	memset(out, 0, sizeof(out));
+	CHK(cudaMemcpy(out, addr, 64, cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(memcmp(out, in, 64) == 0);
+	CHK(cudaFree(addr) == cudaErrorInvalidValue);
+	CHK(counter("alloc_bytes") == 0); /* module memory is not an allocation */
+
+	CHK(cudaStreamCreate(&s) == cudaSuccess);
+	in[0] = 1;
+	CHK(cudaMemcpyToSymbolAsync(shadow_var, in, 1, 63, cudaMemcpyHostToDevice, s) == cudaSuccess);
+	CHK(cudaMemcpyFromSymbolAsync(out, shadow_var, 1, 63, cudaMemcpyDeviceToHost, s) == cudaSuccess);
+	CHK(cudaStreamSynchronize(s) == cudaSuccess && out[0] == 1);
+
+	CHK(cudaMemcpyToSymbol(not_a_symbol, in, 4, 0, cudaMemcpyHostToDevice) == cudaErrorInvalidSymbol);
+	CHK(cudaGetLastError() == cudaErrorInvalidSymbol);
+	CHK(cudaGetSymbolAddress(&addr, not_a_symbol) == cudaErrorInvalidSymbol);
+	CHK(cudaMemcpyToSymbol(shadow_var, in, 8, 60, cudaMemcpyHostToDevice) == cudaErrorInvalidValue);
+	CHK(cudaMemcpyToSymbol(shadow_var, in, 8, 0, cudaMemcpyDeviceToHost) == cudaErrorInvalidMemcpyDirection);
+}
+
+static void test_symbols_round_trip(void)
+{
+	CU_ASSERT(child_ok(in_child(child_symbols, NULL)));
+}
+
+/* ---- peers ---- */
+
+static void child_peers(void)
+{
+	unsigned char in[4096], out[4096];
+	void *a, *b;
+	int can = -1;
+	cudaStream_t s;
+
+	CHK(cudaDeviceCanAccessPeer(&can, 0, 1) == cudaSuccess && can == 1);
+	CHK(cudaDeviceCanAccessPeer(&can, 1, 1) == cudaSuccess && can == 0);
+	CHK(cudaDeviceCanAccessPeer(&can, 0, 2) == cudaErrorInvalidDevice);
+	CHK(cudaDeviceEnablePeerAccess(1, 0) == cudaSuccess);
+	CHK(cudaDeviceEnablePeerAccess(1, 0) == cudaErrorPeerAccessAlreadyEnabled);
+	CHK(cudaGetLastError() == cudaErrorPeerAccessAlreadyEnabled);
+	CHK(cudaDeviceEnablePeerAccess(0, 0) == cudaErrorInvalidDevice);
+	CHK(cudaDeviceDisablePeerAccess(1) == cudaSuccess);
+	CHK(cudaDeviceDisablePeerAccess(1) == cudaErrorPeerAccessNotEnabled);
+
+	memset(in, 0x3C, sizeof(in));
+	CHK(cudaMalloc(&a, sizeof(in)) == cudaSuccess);
+	CHK(cudaMemcpy(a, in, sizeof(in), cudaMemcpyHostToDevice) == cudaSuccess);
+	CHK(cudaSetDevice(1) == cudaSuccess);
+	CHK(cudaMalloc(&b, sizeof(in)) == cudaSuccess);
+	CHK(cudaMemcpyPeer(b, 1, a, 0, sizeof(in)) == cudaSuccess);
+	CHK(cudaMemcpy(out, b, sizeof(out), cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(memcmp(in, out, sizeof(in)) == 0);
+	CHK(counter("d2d_calls") == 1 && counter("d2d_bytes") == sizeof(in));
+	CHK(cudaMemcpyPeer(b, 0, a, 0, sizeof(in)) == cudaErrorInvalidValue);
+	CHK(cudaMemcpyPeer(b, 1, a, 5, sizeof(in)) == cudaErrorInvalidDevice);
+	CHK(cudaStreamCreate(&s) == cudaSuccess);
+	CHK(cudaMemcpyPeerAsync(a, 0, b, 1, 100, s) == cudaSuccess);
+	CHK(cudaStreamSynchronize(s) == cudaSuccess);
+	CHK(counter("d2d_calls") == 2);
+}
+
+static void test_peers(void)
+{
+	const char *env[] = { "FAKECUDA_DEVICES", "2", "FAKECUDA_MEM", "16M", NULL };
+
+	CU_ASSERT(child_ok(in_child(child_peers, env)));
+}
+
+/* ---- explicit graphs ---- */
+
+static void child_graphs(void)
+{
+	cudaGraph_t g, g2, g3;
+	cudaGraphExec_t x;
+	cudaGraphNode_t ms, cp, back, nodes[4];
+	cudaGraphExecUpdateResultInfo info;
+	struct cudaMemsetParams mp;
+	enum cudaGraphNodeType type;
+	enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+	unsigned char *pin, *pin2, *out;
+	size_t n = 0;
+	void *d;
+	cudaStream_t s;
+
+	CHK(cudaMalloc(&d, 256) == cudaSuccess);
+	CHK(cudaMallocHost((void **)&pin, 128) == cudaSuccess);
+	CHK(cudaMallocHost((void **)&pin2, 128) == cudaSuccess);
+	CHK(cudaMallocHost((void **)&out, 256) == cudaSuccess);
+	CHK(cudaStreamCreate(&s) == cudaSuccess);
+	CHK(cudaGraphCreate(&g, 0) == cudaSuccess);
+	memset(&mp, 0, sizeof(mp));
+	mp.dst = d;
+	mp.value = 0x04030201;
+	mp.elementSize = 4;
+	mp.width = 64;
+	mp.height = 1;
+	CHK(cudaGraphAddMemsetNode(&ms, g, NULL, 0, &mp) == cudaSuccess);
+	CHK(cudaGraphAddMemcpyNode1D(&cp, g, &ms, 1, d, pin, 128, cudaMemcpyHostToDevice) == cudaSuccess);
+	CHK(cudaGraphAddMemcpyNode1D(&back, g, &cp, 1, out, d, 256, cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(cudaGraphAddMemcpyNode1D(&back, g, NULL, 0, out, d, 512, cudaMemcpyDeviceToHost) == cudaErrorInvalidValue);
+	CHK(cudaGraphGetNodes(g, NULL, &n) == cudaSuccess && n == 3);
+	n = 4;
+	CHK(cudaGraphGetNodes(g, nodes, &n) == cudaSuccess && n == 3 && nodes[0] == ms && nodes[3] == NULL);
+	CHK(cudaGraphNodeGetType(ms, &type) == cudaSuccess && type == cudaGraphNodeTypeMemset);
+	CHK(cudaGraphNodeGetType(cp, &type) == cudaSuccess && type == cudaGraphNodeTypeMemcpy);
+	CHK(counter("h2d_calls") == 0); /* adding nodes runs nothing */
+
+	CHK(cudaGraphInstantiate(&x, g, 0) == cudaSuccess);
+	memset(pin, 'p', 128);   /* written after instantiation: read at launch */
+	CHK(cudaGraphUpload(x, s) == cudaSuccess);
+	CHK(cudaGraphLaunch(x, s) == cudaSuccess);
+	CHK(cudaStreamSynchronize(s) == cudaSuccess);
+	CHK(out[0] == 'p' && out[127] == 'p');
+	CHK(out[128] == 1 && out[129] == 2 && out[130] == 3 && out[131] == 4 && out[255] == 4);
+	CHK(counter("h2d_calls") == 1 && counter("d2h_bytes") == 256 && counter("memset_bytes") == 256);
+
+	/* Same topology, new source: the update takes it. */
+	CHK(cudaGraphCreate(&g2, 0) == cudaSuccess);
+	CHK(cudaGraphAddMemsetNode(&ms, g2, NULL, 0, &mp) == cudaSuccess);
+	CHK(cudaGraphAddMemcpyNode1D(&cp, g2, &ms, 1, d, pin2, 128, cudaMemcpyHostToDevice) == cudaSuccess);
+	CHK(cudaGraphAddMemcpyNode1D(&back, g2, &cp, 1, out, d, 256, cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(cudaGraphExecUpdate(x, g2, &info) == cudaSuccess && info.result == cudaGraphExecUpdateSuccess);
+	memset(pin2, 'q', 128);
+	CHK(cudaGraphLaunch(x, s) == cudaSuccess);
+	CHK(cudaStreamSynchronize(s) == cudaSuccess);
+	CHK(out[0] == 'q' && out[127] == 'q');
+	/* A different topology is refused. */
+	CHK(cudaGraphCreate(&g3, 0) == cudaSuccess);
+	CHK(cudaGraphAddMemsetNode(&ms, g3, NULL, 0, &mp) == cudaSuccess);
+	CHK(cudaGraphExecUpdate(x, g3, &info) == cudaErrorGraphExecUpdateFailure);
+	CHK(info.result == cudaGraphExecUpdateErrorTopologyChanged);
+	CHK(cudaGraphAddMemcpyNode1D(&cp, g3, &back, 1, d, pin, 16, cudaMemcpyHostToDevice) == cudaErrorInvalidValue);
+
+	/* Capture appends to an existing graph. */
+	CHK(cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess && mode == cudaStreamCaptureModeGlobal);
+	CHK(cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess && mode == cudaStreamCaptureModeRelaxed);
+	CHK(cudaStreamBeginCaptureToGraph(s, g3, NULL, NULL, 0, cudaStreamCaptureModeGlobal) == cudaSuccess);
+	CHK(cudaMemcpyAsync(d, pin, 16, cudaMemcpyHostToDevice, s) == cudaSuccess);
+	CHK(cudaStreamEndCapture(s, &g) == cudaSuccess && g == g3);
+	CHK(cudaGraphGetNodes(g3, NULL, &n) == cudaSuccess && n == 2);
+	CHK(cudaGraphExecDestroy(x) == cudaSuccess);
+	CHK(cudaGraphUpload(x, s) == cudaErrorInvalidValue);
+	CHK(cudaGraphDestroy(g2) == cudaSuccess && cudaGraphDestroy(g3) == cudaSuccess);
+}
+
+static void test_explicit_graphs(void)
+{
+	const char *env[] = { "FAKECUDA_JITTER_US", "200", NULL };
+
+	CU_ASSERT(child_ok(in_child(child_graphs, env)));
+}
+
+/* ---- pools, limits, host flags, prefetch and the rest ---- */
+
+static char kernel_stub[1]; /* stands for a kernel's host stub */
+
+static void child_misc(void)
+{
+	cudaMemPool_t pool, pool2;
+	cudaStream_t s;
+	unsigned long long v = 0;
+	size_t lim = 0;
+	char bus[32];
+	int dev = -1, n = -1;
+	unsigned flags = 0;
+	void *p, *mp, *dp, *hp;
+	char pageable[16];
+	struct cudaMemLocation loc = { cudaMemLocationTypeDevice, 0 };
+	struct cudaFuncAttributes fa;
+	struct cudaDeviceProp prop;
+	cudaIpcMemHandle_t ih;
+
+	CHK(cudaInitDevice(0, 0, 0) == cudaSuccess);
+	CHK(cudaInitDevice(3, 0, 0) == cudaErrorInvalidDevice);
+	memset(&prop, 0, sizeof(prop));
+	CHK(cudaChooseDevice(&dev, &prop) == cudaSuccess && dev == 0);
+	CHK(cudaStreamCreate(&s) == cudaSuccess);
+
+	CHK(cudaDeviceGetDefaultMemPool(&pool, 0) == cudaSuccess);
+	CHK(cudaDeviceGetMemPool(&pool2, 0) == cudaSuccess && pool == pool2);
+	CHK(cudaDeviceSetMemPool(0, pool) == cudaSuccess);
+	CHK(cudaMallocFromPoolAsync(&p, 1000, pool, s) == cudaSuccess);
+	CHK(counter("alloc_bytes") == 1024);
+	CHK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &v) == cudaSuccess && v == 1024);
+	v = 1 << 20;
+	CHK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &v) == cudaSuccess);
+	v = 0;
+	CHK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &v) == cudaSuccess && v == 1 << 20);
+	CHK(cudaFreeAsync(p, s) == cudaSuccess);
+	CHK(cudaStreamSynchronize(s) == cudaSuccess && counter("alloc_bytes") == 0);
+	CHK(cudaMemPoolTrimTo(pool, 0) == cudaSuccess);
+	CHK(cudaMallocFromPoolAsync(&p, 10, (cudaMemPool_t)&v, s) == cudaErrorInvalidValue);
+
+	CHK(cudaDeviceGetLimit(&lim, cudaLimitStackSize) == cudaSuccess && lim > 0);
+	CHK(cudaDeviceSetLimit(cudaLimitMallocHeapSize, 123456) == cudaSuccess);
+	CHK(cudaDeviceGetLimit(&lim, cudaLimitMallocHeapSize) == cudaSuccess && lim == 123456);
+	CHK(cudaDeviceGetLimit(&lim, (enum cudaLimit)99) == cudaErrorUnsupportedLimit);
+	CHK(cudaDeviceGetPCIBusId(bus, sizeof(bus), 0) == cudaSuccess);
+	CHK(cudaDeviceGetByPCIBusId(&dev, bus) == cudaSuccess && dev == 0);
+	CHK(cudaDeviceGetPCIBusId(bus, 4, 0) == cudaErrorInvalidValue);
+	CHK(cudaDeviceGetAttribute(&n, cudaDevAttrMaxPitch, 0) == cudaSuccess && n > 0);
+
+	CHK(cudaHostAlloc(&hp, 4096, cudaHostAllocMapped) == cudaSuccess);
+	CHK(cudaHostGetFlags(&flags, hp) == cudaSuccess && flags == cudaHostAllocMapped);
+	CHK(cudaHostGetDevicePointer(&dp, hp, 0) == cudaSuccess && dp == hp);
+	CHK(cudaHostGetFlags(&flags, pageable) == cudaErrorInvalidValue);
+	CHK(cudaHostAlloc(&p, 64, 0x80) == cudaErrorInvalidValue);
+
+	CHK(cudaMallocManaged(&mp, 4096, cudaMemAttachGlobal) == cudaSuccess);
+	CHK(cudaMemPrefetchAsync(mp, 4096, loc, 0, s) == cudaSuccess);
+	CHK(cudaMemAdvise(mp, 4096, cudaMemAdviseSetPreferredLocation, loc) == cudaSuccess);
+	CHK(cudaMalloc(&p, 64) == cudaSuccess);
+	CHK(cudaMemPrefetchAsync(p, 64, loc, 0, s) == cudaErrorInvalidValue);
+	loc.id = 5;
+	CHK(cudaMemPrefetchAsync(mp, 4096, loc, 0, s) == cudaErrorInvalidDevice);
+	CHK(cudaStreamSynchronize(s) == cudaSuccess);
+
+	CHK(cudaFuncGetAttributes(&fa, kernel_stub) == cudaSuccess && fa.maxThreadsPerBlock > 0);
+	CHK(cudaFuncGetAttributes(&fa, NULL) == cudaErrorInvalidDeviceFunction);
+	CHK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_stub, 256, 0) == cudaSuccess && n > 0);
+	CHK(cudaIpcGetMemHandle(&ih, p) == cudaErrorNotSupported);
+	CHK(strcmp(cudaGetErrorName(cudaErrorInvalidSymbol), "cudaErrorInvalidSymbol") == 0);
+	CHK(counter("cudaMemPrefetchAsync") == 3 && counter("cudaHostGetFlags") == 2);
+}
+
+static void test_misc(void)
+{
+	CU_ASSERT(child_ok(in_child(child_misc, NULL)));
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned failed;
+	void **h;
+
+	/* Register a module variable before main's work, as nvcc's static
+	 * constructors do; the children inherit the registration. */
+	h = __cudaRegisterFatBinary(NULL);
+	__cudaRegisterVar(h, shadow_var, shadow_var, "shadow_var", 0, sizeof(shadow_var), 0, 0);
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	s = CU_add_suite("emulated device API", NULL, NULL);
+	CU_add_test(s, "a pitched copy moves exactly the pitched bytes, once, with pinned and pageable timing", test_pitched_copies);
+	CU_add_test(s, "a stream callback runs on the worker after earlier work, and stream queries answer", test_callbacks_run_in_order);
+	CU_add_test(s, "a registered variable round-trips through the symbol copies", test_symbols_round_trip);
+	CU_add_test(s, "peer access is tracked and peer copies move bytes between devices", test_peers);
+	CU_add_test(s, "an explicit graph replays its nodes in order and reads pinned sources at launch", test_explicit_graphs);
+	CU_add_test(s, "pools, limits, host flags, prefetch and kernel queries answer as documented", test_misc);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failed = CU_get_number_of_tests_failed();
+	CU_cleanup_registry();
+	return failed ? 1 : 0;
+}
