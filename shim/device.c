@@ -42,6 +42,7 @@ static struct {
 	__typeof__(cuStreamCreate) *stream_create;
 	__typeof__(cuMemcpyBatchAsync_v2) *memcpy_batch_async;   /* CUDA 12.8+, may be NULL */
 	__typeof__(cuThreadExchangeStreamCaptureMode) *exchange_capture_mode;   /* may be NULL */
+	__typeof__(cuCtxGetId) *ctx_get_id;     /* CUDA 12.0+, may be NULL */
 } drv;
 
 /*
@@ -107,6 +108,7 @@ static void device_load(void)
 	/* Optional: without it every run of rows is its own copy. */
 	*(void **)&drv.memcpy_batch_async = dlsym(h, "cuMemcpyBatchAsync_v2");
 	*(void **)&drv.exchange_capture_mode = dlsym(h, "cuThreadExchangeStreamCaptureMode");
+	*(void **)&drv.ctx_get_id = dlsym(h, "cuCtxGetId");
 	for (int i = 0; i < DEVICE_MAX; i++)
 		pthread_mutex_init(&device_bridges[i].lock, NULL);
 	if (err || drv.init(0) != CUDA_SUCCESS) {
@@ -179,6 +181,29 @@ int device_current(int *ordinal)
 		return -ENODEV;
 	*ordinal = (int)d;
 	return 0;
+}
+
+int device_context_id(uint64_t *id)
+{
+	unsigned long long v = 0;
+
+	*id = 0;
+	if (!drv.ctx_get_id)
+		return -ENOSYS;
+	if (drv.ctx_get_id(NULL, &v) != CUDA_SUCCESS)
+		return -EIO;
+	*id = v;
+	return 0;
+}
+
+void device_forget(int dev)
+{
+	if (dev < 0 || dev >= DEVICE_MAX)
+		return;
+	/* The bridge's stream and events died with the context: drop them. */
+	pthread_mutex_lock(&device_bridges[dev].lock);
+	device_bridges[dev].ready = 0;
+	pthread_mutex_unlock(&device_bridges[dev].lock);
 }
 
 int device_is_capturing(dev_stream s, int *capturing)

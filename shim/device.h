@@ -44,6 +44,17 @@ int device_classify(const void *p, enum dev_mem *kind, int *ordinal, uint64_t *e
 /* Returns 0 and the device of the calling thread's current context, or -ENODEV (none yet). */
 int device_current(int *ordinal);
 
+/*
+ * Returns 0 and the unique id of the calling thread's current context
+ * (cuCtxGetId, CUDA 12.0+), or -ENOSYS without it (*id is then 0). The id
+ * changes when the program resets the device (cudaDeviceReset), which
+ * frees every allocation, the pool's slabs included.
+ */
+int device_context_id(uint64_t *id);
+
+/* After a reset of device dev: forgets the handles made in its old context. */
+void device_forget(int dev);
+
 /* Returns 0 with *capturing set when stream s is being captured into a graph (or the query fails). */
 int device_is_capturing(dev_stream s, int *capturing);
 

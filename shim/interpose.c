@@ -243,7 +243,7 @@ static cudaError_t vp_copy(enum vp_entry e, void *dst, const void *src, size_t n
 	struct vp_copy c = { .entry = e, .dst = dst, .src = src, .kind = kind, .stream = stream };
 	struct pool_request r;
 	enum dev_mem dkind, skind;
-	uint64_t dend;
+	uint64_t dend, ctx_id;
 	int sdev;
 	struct pool *p;
 	dev_stream ds;
@@ -282,7 +282,8 @@ static cudaError_t vp_copy(enum vp_entry e, void *dst, const void *src, size_t n
 		stats_add(ST_GRAPH_CAPTURE_CALLS, 1);
 		goto passthrough;
 	}
-	p = pool_get(ddev);
+	device_context_id(&ctx_id);
+	p = pool_get(ddev, ctx_id);
 	if (!p)
 		goto passthrough;
 

@@ -56,6 +56,7 @@ struct pool_class {
 
 struct pool {
 	int dev;
+	uint64_t ctx_id;        /* the context the slabs live in */
 	pthread_mutex_t mu;
 	pthread_rwlock_t evict_lock;
 	struct index ix;
@@ -168,7 +169,25 @@ static struct pool *pool_new(int dev)
 	return p;
 }
 
-struct pool *pool_get(int dev)
+/* Takes a retired pool's slabs out of the gauges; its memory died with its context. */
+static void pool_retire(struct pool *p)
+{
+	uint64_t pooled = 0;
+
+	pthread_mutex_lock(&p->mu);
+	for (uint32_t id = 0; id < p->nslabs; id++)
+		if (p->slabs[id])
+			pooled += p->slabs[id]->pooled;
+	stats_sub(ST_POOL_BYTES, p->bytes);
+	stats_sub(ST_POOL_SLABS, p->nslabs);
+	stats_sub(ST_ROWS_POOLED, pooled);
+	log_verbose("device %d was reset: its %u slabs are gone; a new pool starts dormant",
+		    p->dev, p->nslabs);
+	p->state = POOL_OFF;
+	pthread_mutex_unlock(&p->mu);
+}
+
+struct pool *pool_get(int dev, uint64_t ctx_id)
 {
 	struct pool *p;
 
@@ -176,8 +195,16 @@ struct pool *pool_get(int dev)
 		return NULL;
 	pthread_mutex_lock(&pool_table_lock);
 	p = pool_table[dev];
-	if (!p)
+	if (p && ctx_id && p->ctx_id && p->ctx_id != ctx_id) {
+		pool_retire(p);
+		device_forget(dev);
+		p = NULL;
+	}
+	if (!p) {
 		p = pool_table[dev] = pool_new(dev);
+		if (p)
+			p->ctx_id = ctx_id;
+	}
 	pthread_mutex_unlock(&pool_table_lock);
 	return p;
 }

@@ -53,8 +53,15 @@ struct pool_request {
 /* Remembers the configuration the pools use; called once before pool_get. */
 void pool_setup(const struct config *c);
 
-/* Returns device dev's pool, creating it on first use, or NULL (no memory, no driver). */
-struct pool *pool_get(int dev);
+/*
+ * Returns device dev's pool for the context whose id is ctx_id (0: unknown),
+ * creating it on first use, or NULL (no memory). When the id differs from
+ * the one the pool was made in, the device was reset and every slab is gone:
+ * the old pool is retired (its memory is not touched again, its structure
+ * is left to threads still finishing a copy with it) and a new, dormant
+ * pool takes its place.
+ */
+struct pool *pool_get(int dev, uint64_t ctx_id);
 
 /*
  * Delivers one matched copy: hits from slabs, misses host-to-device, new

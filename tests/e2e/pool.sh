@@ -255,3 +255,13 @@ telemetry() {
 		"$TMP/tele.err" || { cat "$TMP/tele.err"; return 1; }
 }
 check "under VRAMPOOL_VERBOSE a telemetry line comes every VRAMPOOL_TELEMETRY_S of activity" telemetry
+
+device_reset() {
+	LD_PRELOAD="$SHIM" VRAMPOOL_LAYOUT=4096 VRAMPOOL_BUDGET=16M VRAMPOOL_SLAB=1M VRAMPOOL_QUIET=1 \
+		VRAMPOOL_STATS="$TMP/reset.json" FAKECUDA_REPORT="$TMP/reset.fake.json" \
+		"$B/apps/reset" >"$TMP/reset.out" 2>&1 || { cat "$TMP/reset.out"; return 1; }
+	# both halves captured once and then served; the old slab is gone from the gauges
+	invariants reset --expect rows.captured=128 --expect rows.hits=384 --expect pool.slabs=1 \
+		--expect rows.pooled=64
+}
+check "after cudaDeviceReset the pool starts over instead of serving freed slabs" device_reset

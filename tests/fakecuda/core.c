@@ -434,6 +434,25 @@ int fc_dev_block(const void *p, int *dev, void **base, size_t *size)
 	return err;
 }
 
+void fc_dev_reset(int dev)
+{
+	struct fc_device *dv = &fc.dev[dev];
+	size_t i, kept = 0;
+
+	pthread_mutex_lock(&fc.lock);
+	for (i = 0; i < dv->nblocks; i++) {
+		if (dv->blocks[i].internal) {
+			dv->blocks[kept++] = dv->blocks[i];
+			continue;
+		}
+		dv->used -= dv->blocks[i].size;
+		fc_alloc_account(-(long long)dv->blocks[i].size);
+	}
+	dv->nblocks = kept;
+	dv->ctx.gen++;
+	pthread_mutex_unlock(&fc.lock);
+}
+
 int fc_dev_free(const void *p)
 {
 	int d = dev_of(p);

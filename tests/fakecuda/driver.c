@@ -196,6 +196,20 @@ FC_API CUresult cuCtxGetCurrent(CUcontext *pctx)
 	return CUDA_SUCCESS;
 }
 
+/* A context's id: the device and its generation, new after each reset. */
+FC_API CUresult cuCtxGetId(CUcontext ctx, unsigned long long *id)
+{
+	DRV_ENTER("cuCtxGetId", 0);
+	if (!id)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!ctx)
+		ctx = fc_tls_get()->ctx;
+	if (!ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*id = ((unsigned long long)(ctx->dev + 1) << 32) | (ctx->gen & 0xffffffffULL);
+	return CUDA_SUCCESS;
+}
+
 FC_API CUresult cuCtxSetCurrent(CUcontext ctx)
 {
 	struct fc_tls *t;
@@ -922,6 +936,7 @@ static const struct fc_proc procs[] = {
 	P("cuDevicePrimaryCtxRelease", 0, cuDevicePrimaryCtxRelease_v2, NULL),
 	P("cuCtxGetCurrent", 0, cuCtxGetCurrent, NULL),
 	P("cuCtxSetCurrent", 0, cuCtxSetCurrent, NULL),
+	P("cuCtxGetId", 0, cuCtxGetId, NULL),
 	P("cuCtxGetDevice", 0, cuCtxGetDevice, NULL),
 	P("cuCtxSynchronize", 0, cuCtxSynchronize, NULL),
 	P("cuMemAlloc", 0, cuMemAlloc_v2, NULL),

@@ -78,6 +78,7 @@ struct CUmemPoolHandle_st {
 struct CUctx_st {
 	int dev;
 	int refs;
+	unsigned long long gen;  /* bumped by cudaDeviceReset; part of cuCtxGetId */
 };
 
 struct fc_device {
@@ -161,6 +162,9 @@ int fc_dev_alloc(int dev, size_t size, void **out);
 /* Same, for module variables: neither counted in alloc_bytes nor freeable. */
 int fc_dev_alloc_internal(int dev, size_t size, void **out);
 int fc_dev_free(const void *p);
+/* cudaDeviceReset's memory part: frees every allocation of device dev
+ * (not module variables) and starts a new context generation. */
+void fc_dev_reset(int dev);
 void fc_dev_meminfo(int dev, size_t *free_b, size_t *total);
 /* Host memory registry. */
 int fc_host_alloc(size_t size, unsigned flags, void **out);

@@ -303,10 +303,18 @@ FC_API cudaError_t cudaDeviceSynchronize(void)
 
 FC_API cudaError_t cudaDeviceReset(void)
 {
+	int err;
+
 	RT_ENTER("cudaDeviceReset");
 	if (!have_device())
 		return rt_ret(cudaErrorNoDevice);
-	return rt_reti(fc_device_sync(fc_cur_dev()));
+	/* As CUDA does: every allocation of the device is gone afterwards
+	 * (whoever made it); the context that follows is a new one. Streams
+	 * and events stay usable here, which is more lenient than CUDA. */
+	err = fc_device_sync(fc_cur_dev());
+	if (!err)
+		fc_dev_reset(fc_cur_dev());
+	return rt_reti(err);
 }
 
 FC_API cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total)

@@ -96,7 +96,7 @@ static uint64_t t_copy(const uint32_t *ids, uint64_t n)
 	h.src = src;
 	r = (struct pool_request){ .dst = dst, .src = src, .n = n * ROW, .row = ROW,
 				   .stream = NULL, .h2d = t_h2d_cb, .arg = &h };
-	err = pool_copy(pool_get(0), &r);
+	err = pool_copy(pool_get(0, 0), &r);
 	CU_ASSERT_EQUAL(err, 0);
 	CU_ASSERT_EQUAL(t_sync(NULL), CUDA_SUCCESS);
 	CU_ASSERT_EQUAL(t_dtoh(back, dst, n * ROW), CUDA_SUCCESS);

@@ -516,6 +516,29 @@ static void test_misc(void)
 	CU_ASSERT(child_ok(in_child(child_misc, NULL)));
 }
 
+static void child_reset(void)
+{
+	unsigned long long id0 = 0, id1 = 0;
+	size_t free0, free1, total;
+	void *a, *b;
+	CUcontext ctx;
+
+	CHK(cudaMalloc(&a, 8u << 20) == cudaSuccess && cudaMalloc(&b, 8u << 20) == cudaSuccess);
+	CHK(cudaMemGetInfo(&free0, &total) == cudaSuccess);
+	CHK(cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && cuCtxGetId(ctx, &id0) == CUDA_SUCCESS);
+	CHK(cudaDeviceReset() == cudaSuccess);
+	CHK(cudaMemGetInfo(&free1, &total) == cudaSuccess);
+	CHK(free1 >= free0 + (16u << 20));
+	CHK(cuCtxGetId(NULL, &id1) == CUDA_SUCCESS && id1 != id0);
+	/* the memory is free again: the next allocation may reuse it */
+	CHK(cudaMalloc(&a, 8u << 20) == cudaSuccess);
+}
+
+static void test_reset(void)
+{
+	CU_ASSERT(child_ok(in_child(child_reset, NULL)));
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -535,6 +558,7 @@ int main(void)
 	CU_add_test(s, "peer access is tracked and peer copies move bytes between devices", test_peers);
 	CU_add_test(s, "an explicit graph replays its nodes in order and reads pinned sources at launch", test_explicit_graphs);
 	CU_add_test(s, "pools, limits, host flags, prefetch and kernel queries answer as documented", test_misc);
+	CU_add_test(s, "a device reset frees every allocation and starts a context with a new id", test_reset);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_tests_failed();
