@@ -29,7 +29,8 @@ endif
 UNIT_SANITIZE ?= address,undefined
 UNITSAN := -fsanitize=$(UNIT_SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-CFLAGS_COMMON := $(WARN) $(OPT) -D_GNU_SOURCE -pthread
+# XXHASH_DIR: a directory holding xxhash.h, for machines without libxxhash-dev.
+CFLAGS_COMMON := $(WARN) $(OPT) -D_GNU_SOURCE -pthread $(if $(XXHASH_DIR),-isystem $(XXHASH_DIR))
 
 # ---- the preloaded library -------------------------------------------------
 SHIM_SRC  := $(wildcard shim/*.c)

@@ -5,7 +5,7 @@
 # device (tests/fakecuda) and say so, and the epoch times use its simulated
 # PCIe link. The table is printed last and kept in build/bench/results.txt.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 export LD_LIBRARY_PATH=$PWD/build/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 SHIM=$PWD/build/libvrampool.so
 OUT=build/bench

@@ -6,7 +6,7 @@
 #   tests/e2e/*.sh           end-to-end scripts; each prints PASS:/FAIL: lines
 # A suite that dies before CUnit's summary counts as one failure.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 FAKE=$PWD/build/fakecuda
 LOGDIR=build/test-logs

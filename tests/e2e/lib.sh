@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034
 # Helpers for the end-to-end scripts: source it, then call check.
 # Every check prints "PASS: name" or "FAIL: name" (and the failing command's
 # output), which scripts/test.sh counts. Paths are absolute so a check may cd.

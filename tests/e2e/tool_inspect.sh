@@ -11,7 +11,7 @@ V=$VRAMPOOL_BIN
 CC_CUDA=(gcc -std=c11 -I"$CUDA_HOME/include")
 
 # ---- build the test binaries once ------------------------------------------
-cd "$TMP"
+cd "$TMP" || exit 1
 build_log=$TMP/build.log
 built=1
 {

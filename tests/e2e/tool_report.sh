@@ -10,7 +10,7 @@ V=$VRAMPOOL_BIN
 T=(--samples 160 --row 3072 --batch 16 --epochs 3 --quiet)
 
 # ---- dumps from real runs ----------------------------------------------------
-cd "$TMP"
+cd "$TMP" || exit 1
 real_runs() {
 	LD_PRELOAD=$SHIM VRAMPOOL=off VRAMPOOL_QUIET=1 VRAMPOOL_LAYOUT=3072 \
 		VRAMPOOL_STATS=$TMP/off.json "$TRAINER" "${T[@]}" || return 1

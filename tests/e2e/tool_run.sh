@@ -22,7 +22,7 @@ json_is() {
 check "the library, the emulated device and the trainer are built" \
 	test -f "$SHIM" -a -f "$FAKE/libcudart.so.13" -a -x "$TRAINER"
 
-cd "$TMP"
+cd "$TMP" || exit 1
 gcc -std=c11 -I"$CUDA_HOME/include" -o copier "$SRC/copier.c" -L"$CUDA_HOME/lib64" -lcudart
 gcc -std=c11 -I"$CUDA_HOME/include" -DPLAIN_RUNTIME -o plain_static "$SRC/plain.c" \
 	-L"$CUDA_HOME/lib64" -lcudart_static -ldl -lpthread -lrt

@@ -7,7 +7,7 @@
 # every batch on the device and the epoch times. Prints a table last.
 # Finishes within about 5 minutes. Usage: tests/gpu/check.sh [OUTDIR]
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 OUT=${1:-${OUT:-/tmp/vrampool-gpu}}
 mkdir -p "$OUT"
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
@@ -16,7 +16,15 @@ rows=()
 fail=0
 
 nvidia-smi -L || { echo "check: no NVIDIA GPU here"; exit 2; }
-make -s CUDA_HOME="$CUDA_HOME" build/libvrampool.so build/apps/trainer build/apps/trainer_ptsz >"$OUT/build.log" 2>&1 ||
+[ -f "$CUDA_HOME/include/cuda.h" ] || { echo "check: no CUDA headers under CUDA_HOME=$CUDA_HOME"; exit 2; }
+# xxhash.h (header only) from libxxhash-dev, or a copy in XXHASH_DIR
+# (e.g. tests/gpu/include, carried to a machine without the package).
+XXHASH_DIR=${XXHASH_DIR:-}
+if [ -z "$XXHASH_DIR" ] && [ ! -f /usr/include/xxhash.h ] && [ -f tests/gpu/include/xxhash.h ]; then
+	XXHASH_DIR=$PWD/tests/gpu/include
+fi
+make -s CUDA_HOME="$CUDA_HOME" XXHASH_DIR="$XXHASH_DIR" \
+	build/libvrampool.so build/apps/trainer build/apps/trainer_ptsz >"$OUT/build.log" 2>&1 ||
 	{ tail -n 30 "$OUT/build.log"; exit 2; }
 SHIM=$PWD/build/libvrampool.so
 
