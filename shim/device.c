@@ -40,6 +40,8 @@ static struct {
 	__typeof__(cuStreamWaitEvent) *stream_wait_event;
 	__typeof__(cuStreamSynchronize) *stream_synchronize;
 	__typeof__(cuStreamCreate) *stream_create;
+	__typeof__(cuStreamQuery) *stream_query;
+	__typeof__(cuLaunchHostFunc) *launch_host_func;
 	__typeof__(cuMemcpyBatchAsync_v2) *memcpy_batch_async;   /* CUDA 12.8+, may be NULL */
 	__typeof__(cuThreadExchangeStreamCaptureMode) *exchange_capture_mode;   /* may be NULL */
 	__typeof__(cuCtxGetId) *ctx_get_id;     /* CUDA 12.0+, may be NULL */
@@ -105,6 +107,8 @@ static void device_load(void)
 	err |= device_sym(h, (void **)&drv.stream_wait_event, "cuStreamWaitEvent");
 	err |= device_sym(h, (void **)&drv.stream_synchronize, "cuStreamSynchronize");
 	err |= device_sym(h, (void **)&drv.stream_create, "cuStreamCreate");
+	err |= device_sym(h, (void **)&drv.stream_query, "cuStreamQuery");
+	err |= device_sym(h, (void **)&drv.launch_host_func, "cuLaunchHostFunc");
 	/* Optional: without it every run of rows is its own copy. */
 	*(void **)&drv.memcpy_batch_async = dlsym(h, "cuMemcpyBatchAsync_v2");
 	*(void **)&drv.exchange_capture_mode = dlsym(h, "cuThreadExchangeStreamCaptureMode");
@@ -420,6 +424,17 @@ int device_stream_wait(dev_stream s, dev_event ev)
 {
 	stats_add(ST_DEVICE_OPS, 1);
 	return device_err(drv.stream_wait_event((CUstream)s, (CUevent)ev, 0));
+}
+
+int device_stream_query(dev_stream s)
+{
+	return device_err(drv.stream_query((CUstream)s));
+}
+
+int device_host_func(dev_stream s, void (*fn)(void *arg), void *arg)
+{
+	stats_add(ST_DEVICE_OPS, 1);
+	return device_err(drv.launch_host_func((CUstream)s, fn, arg));
 }
 
 int device_stream_sync(dev_stream s)

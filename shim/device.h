@@ -95,6 +95,15 @@ void device_event_free(dev_event ev);
 /* Makes stream s wait for ev's most recent record. */
 int device_stream_wait(dev_stream s, dev_event ev);
 
+/* Returns 0 when all work on stream s is done, -EBUSY when not yet, -EIO on error. */
+int device_stream_query(dev_stream s);
+
+/*
+ * Enqueues fn(arg) on stream s, run by the driver on a thread of its own
+ * once everything before it on s is done. fn must not call CUDA.
+ */
+int device_host_func(dev_stream s, void (*fn)(void *arg), void *arg);
+
 /* Waits for all work on stream s. */
 int device_stream_sync(dev_stream s);
 

@@ -287,9 +287,15 @@ static cudaError_t vp_copy(enum vp_entry e, void *dst, const void *src, size_t n
 	if (!p)
 		goto passthrough;
 
+	/* A pinned source is read when the copy runs: if the stream may run it
+	 * later (work queued before it; the legacy stream also waits for other
+	 * streams), what the pool captures must be checked against the source
+	 * at that time. A pageable source is staged during the call. */
 	r = (struct pool_request){
 		.dst = (dev_ptr)(uintptr_t)dst, .src = src, .n = n, .row = row,
 		.stream = ds, .h2d = vp_copy_h2d, .arg = &c,
+		.verify = skind == DEV_MEM_HOST &&
+			  (ds == NULL || ds == DEV_STREAM_LEGACY || device_stream_query(ds) != 0),
 	};
 	vp_inside = 1;
 	c.capture_mode = mode = device_capture_relax();

@@ -31,13 +31,31 @@
 
 enum seg_state { SEG_PENDING, SEG_RECORDED, SEG_DONE, SEG_FAILED };
 
+/*
+ * The run-time check of one copy's captured rows (pool_request.verify): a
+ * host function queued behind the captures fingerprints each row's source
+ * again and sets result. The segments of the copy point here; the record
+ * is freed when the last of them is settled (under the pool's mutex).
+ */
+struct pool_verify {
+	uint64_t row;
+	uint64_t n;
+	const unsigned char **src;      /* source of each captured row */
+	struct fp *fps;                 /* its call-time fingerprint */
+	uint32_t *slab, *slot;          /* where it was captured */
+	_Atomic int result;             /* 0 not yet run, 1 unchanged, -1 changed */
+	int refs;
+};
+
 struct seg {
 	uint32_t first, n;
 	enum seg_state state;
 	dev_event ev;
+	struct pool_verify *verify;     /* pending run-time check, or NULL */
 };
 
 struct slab {
+	uint32_t id;
 	dev_ptr base;
 	uint64_t row;           /* row size */
 	uint64_t bytes;         /* allocated bytes */
@@ -302,6 +320,7 @@ static int64_t pool_slab_new(struct pool *p, uint64_t row)
 		pool_set_state(p, POOL_FULL);
 		return -1;
 	}
+	s->id = p->nslabs;
 	s->row = row;
 	s->bytes = bytes;
 	s->cap = (uint32_t)cap;
@@ -401,17 +420,71 @@ static struct seg *pool_seg_find(struct slab *s, uint32_t slot)
 	return lo < s->nsegs && s->segs[lo].first <= slot ? &s->segs[lo] : NULL;
 }
 
+/* Drops one segment's reference to its check; frees the check with the last one. */
+static void pool_verify_put(struct seg *g)
+{
+	if (g->verify && --g->verify->refs == 0)
+		free(g->verify);
+	g->verify = NULL;
+}
+
+/*
+ * The host function of a run-time check: runs on a driver thread after
+ * the copy and its captures, makes no CUDA call and takes no lock.
+ */
+static void pool_verify_run(void *arg)
+{
+	struct pool_verify *v = arg;
+	int result = 1;
+
+	for (uint64_t i = 0; i < v->n && result > 0; i++) {
+		struct fp now = fingerprint_one(v->src[i], v->row);
+
+		if (!fp_equal(&now, &v->fps[i]))
+			result = -1;
+	}
+	atomic_store(&v->result, result);
+}
+
+/*
+ * Settles segment g of slab s whose capture event has completed: DONE, or
+ * FAILED when its run-time check found the source changed (its rows leave
+ * the index). Called with p->mu held.
+ */
+static void pool_seg_settle(struct pool *p, struct slab *s, struct seg *g)
+{
+	struct pool_verify *v = g->verify;
+	uint32_t dropped = 0;
+
+	pool_event_put(p, g->ev);
+	g->ev = NULL;
+	g->state = SEG_DONE;
+	if (!v)
+		return;
+	if (atomic_load(&v->result) != 1) {
+		for (uint64_t i = 0; i < v->n; i++) {
+			if (v->slab[i] != s->id || v->slot[i] < g->first || v->slot[i] >= g->first + g->n)
+				continue;
+			if (index_remove(&p->ix, &v->fps[i]) == 0)
+				dropped++;
+		}
+		s->pooled -= dropped;
+		stats_sub(ST_ROWS_POOLED, dropped);
+		g->state = SEG_FAILED;
+		log_verbose("dropped %u captured rows: their pinned source changed before the copy ran",
+			    dropped);
+	}
+	pool_verify_put(g);
+}
+
 /* Advances done_segs over leading segments whose capture is known finished. */
 static void pool_slab_advance(struct pool *p, struct slab *s)
 {
 	while (s->done_segs < s->nsegs) {
 		struct seg *g = &s->segs[s->done_segs];
 
-		if (g->state == SEG_RECORDED && device_event_query(g->ev) == 0) {
-			pool_event_put(p, g->ev);
-			g->ev = NULL;
-			g->state = SEG_DONE;
-		}
+		if (g->state == SEG_RECORDED && device_event_query(g->ev) == 0)
+			pool_seg_settle(p, s, g);
 		if (g->state != SEG_DONE && g->state != SEG_FAILED)
 			break;
 		s->done_segs++;
@@ -444,11 +517,12 @@ static int pool_row_ready(struct pool *p, struct slab *s, uint32_t slot, dev_str
 		return 1;
 	case SEG_RECORDED:
 		if (device_event_query(g->ev) == 0) {
-			pool_event_put(p, g->ev);
-			g->ev = NULL;
-			g->state = SEG_DONE;
-			return 1;
+			pool_seg_settle(p, s, g);
+			return g->state == SEG_DONE;
 		}
+		/* A row whose source is still to be checked is not served yet. */
+		if (g->verify)
+			return 0;
 		/* One wait per capture, not per row: rows of a capture share its event. */
 		if (*waited == g->ev)
 			return 1;
@@ -468,6 +542,7 @@ struct pool_copy_ctx {
 	struct plan *plan;
 	uint64_t hits, misses, captures;
 	uint64_t h2d_ns;
+	struct pool_verify *verify;     /* the run-time check of this copy's captures */
 };
 
 /* Plans every row under p->mu: hits, misses and captures. Returns 0 or -1 (fall back). */
@@ -652,6 +727,10 @@ static void pool_publish(struct pool_copy_ctx *x, int ok)
 			if (ev && device_event_record(ev, x->r->stream) == 0) {
 				g->ev = ev;
 				g->state = SEG_RECORDED;
+				if (x->verify) {
+					g->verify = x->verify;
+					x->verify->refs++;
+				}
 			} else {
 				if (ev)
 					pool_event_put(p, ev);
@@ -688,6 +767,47 @@ static void pool_telemetry(void)
 		 (unsigned long long)stats_get(ST_ROWS_CAPTURED), (unsigned long long)stats_get(ST_ROWS_POOLED),
 		 log_bytes(b2, sizeof(b2), stats_get(ST_POOL_BYTES)),
 		 log_bytes(b3, sizeof(b3), stats_get(ST_POOL_BUDGET)));
+}
+
+/*
+ * Queues the run-time check of the copy's captured rows behind its
+ * captures. Returns 0, or -2 (treat as a failed capture) when it cannot.
+ * The record is referenced by the segments in pool_publish and freed with
+ * the last of them, after the host function has run (its event is behind).
+ */
+static int pool_verify_queue(struct pool_copy_ctx *x)
+{
+	uint64_t n = x->captures, k = 0;
+	struct pool_verify *v;
+	char *mem;
+
+	mem = malloc(sizeof(*v) + n * (sizeof(*v->src) + sizeof(*v->fps) + 2 * sizeof(uint32_t)));
+	if (!mem)
+		return -2;
+	v = (struct pool_verify *)mem;
+	v->fps = (struct fp *)(mem + sizeof(*v));
+	v->src = (const unsigned char **)(v->fps + n);
+	v->slab = (uint32_t *)(v->src + n);
+	v->slot = v->slab + n;
+	v->row = x->r->row;
+	v->n = n;
+	v->refs = 0;
+	atomic_init(&v->result, 0);
+	for (uint64_t i = 0; i < x->nrows; i++) {
+		if (x->plan[i].kind != PLAN_CAPTURE)
+			continue;
+		v->fps[k] = x->fps[i];
+		v->src[k] = (const unsigned char *)x->r->src + i * x->r->row;
+		v->slab[k] = x->plan[i].slab;
+		v->slot[k] = x->plan[i].slot;
+		k++;
+	}
+	if (device_host_func(x->r->stream, pool_verify_run, v)) {
+		free(v);
+		return -2;
+	}
+	x->verify = v;
+	return 0;
 }
 
 /* Delivers the whole copy host-to-device, counting its rows as misses. */
@@ -746,9 +866,13 @@ int pool_copy(struct pool *p, const struct pool_request *r)
 	pthread_mutex_unlock(&p->mu);
 	if (!err)
 		err = pool_issue(&x);
+	if (!err && r->verify && x.captures)
+		err = pool_verify_queue(&x);
 
 	pthread_mutex_lock(&p->mu);
 	pool_publish(&x, err == 0);
+	/* A queued check that no segment took (every event record failed) is
+	 * left to its host function, which may still read it: not freed. */
 	pthread_mutex_unlock(&p->mu);
 	pthread_rwlock_unlock(&p->evict_lock);
 
@@ -801,9 +925,11 @@ static void pool_evict_slab(struct pool *p, uint32_t id)
 	char b[32];
 
 	index_remove_if(&p->ix, pool_val_in_slab, arg);
-	for (uint32_t i = 0; i < s->nsegs; i++)
+	for (uint32_t i = 0; i < s->nsegs; i++) {
 		if (s->segs[i].ev)
 			pool_event_put(p, s->segs[i].ev);
+		pool_verify_put(&s->segs[i]);   /* the sync before eviction ran its host function */
+	}
 	device_mem_free(p->dev, s->base);
 	p->bytes -= s->bytes;
 	stats_sub(ST_POOL_BYTES, s->bytes);
@@ -878,6 +1004,8 @@ static void pool_free(struct pool *p, int release_device)
 				device_event_free(s->segs[i].ev);
 			device_mem_free(p->dev, s->base);
 		}
+		for (uint32_t i = 0; i < s->nsegs; i++)
+			pool_verify_put(&s->segs[i]);
 		free(s->segs);
 		free(s);
 	}

@@ -15,6 +15,10 @@
  *   freed only under memory pressure, newest first, after all work in the
  *   device's context (which includes every read of them) has finished.
  *   After an eviction the budget latches: nothing new is admitted.
+ * - Rows captured from a pinned source that the stream reads later than the
+ *   call are not served until a host function queued behind the capture
+ *   has fingerprinted the source again and found it unchanged; if it
+ *   changed, the rows are dropped (never served under the old fingerprint).
  * - If any of the pool's own device work fails, the whole copy is
  *   delivered again with the program's plain host-to-device copy, and the
  *   rows involved are dropped from the index: the program never receives
@@ -48,6 +52,14 @@ struct pool_request {
 	 */
 	int (*h2d)(void *arg, uint64_t off, uint64_t len);
 	void *arg;
+	/*
+	 * Set when the source is pinned and the stream may run the copy later
+	 * than now: CUDA reads a pinned source when the copy runs, so the
+	 * program may still change it in stream order (a host function queued
+	 * before the copy). Rows captured from such a copy are fingerprinted
+	 * again when the copy has run, and dropped if the source changed.
+	 */
+	int verify;
 };
 
 /* Remembers the configuration the pools use; called once before pool_get. */

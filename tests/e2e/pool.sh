@@ -76,12 +76,13 @@ dup_captures_distinct() {
 	local captured
 	captured=$(jget "$TMP/dup.json" rows.captured)
 	[ "$captured" -lt $N ] && [ "$captured" -ge $((N * 70 / 100)) ] || { echo "captured $captured"; return 1; }
-	# every later sight of a pooled row is a hit; only repeats inside one
-	# batch of the first epoch (captured once, delivered as misses) are not
+	# every later sight of a pooled row is a hit; only repeats in the first
+	# epoch seen before their capture was checked (the trainer's pinned
+	# source on the legacy stream) or inside one batch are not
 	local hits misses
 	hits=$(jget "$TMP/dup.json" rows.hits)
 	misses=$(jget "$TMP/dup.json" rows.misses)
-	[ $((hits + misses)) = $((4 * N)) ] && [ "$hits" -ge $((4 * N - captured - N / 20)) ] ||
+	[ $((hits + misses)) = $((4 * N)) ] && [ "$hits" -ge $((4 * N - captured - N / 10)) ] ||
 		{ echo "hits $hits misses $misses captured $captured"; return 1; }
 	invariants dup --expect rows.pooled="$captured"
 }
@@ -210,7 +211,7 @@ hostile_rows() {
 	# later copy a hit, and still every byte verified
 	pool_run same "$TRAINER" VRAMPOOL_BUDGET=64M -- --samples 64 --row $ROW --batch 1 --epochs 3 --dup 100 || return 1
 	grep -q 'verified OK' "$TMP/same.out" || return 1
-	invariants same --expect rows.captured=1 --expect rows.misses=1
+	invariants same --expect rows.captured=1 --min rows.hits=180
 }
 check "a dataset of one repeated sample is pooled once and verifies" hostile_rows
 
@@ -265,3 +266,12 @@ device_reset() {
 		--expect rows.pooled=64
 }
 check "after cudaDeviceReset the pool starts over instead of serving freed slabs" device_reset
+
+pinned_changed_late() {
+	LD_PRELOAD="$SHIM" VRAMPOOL_LAYOUT=4096 VRAMPOOL_BUDGET=16M VRAMPOOL_SLAB=1M VRAMPOOL_VERBOSE=1 \
+		VRAMPOOL_STATS="$TMP/pinlate.json" FAKECUDA_REPORT="$TMP/pinlate.fake.json" \
+		"$B/apps/pinlate" >"$TMP/pinlate.out" 2>&1 || { cat "$TMP/pinlate.out"; return 1; }
+	grep -q 'dropped 32 captured rows' "$TMP/pinlate.out" || return 1
+	invariants pinlate --min rows.hits=64
+}
+check "rows captured from a pinned source changed before the copy ran are dropped, not served" pinned_changed_late
