@@ -175,7 +175,7 @@ check "a failing capture event drops the rows and verifies" fault f-event cuEven
 check "a failing slab allocation leaves the pool full and verifies" fault f-alloc cuMemAlloc_v2
 check "failing stream waits fall back and verify" fault f-wait cuStreamWaitEvent@2
 check "everything of the pool's own failing at random still verifies" \
-	fault f-random cuMemcpyBatchAsync_v2@7,cuMemcpyDtoDAsync_v2@9,cuEventRecord@11,cuStreamWaitEvent@13
+	fault f-random cuMemcpyBatchAsync_v2@7,cuMemcpyDtoDAsync_v2@9,cuEventRecord@11,cuStreamWaitEvent@13,cuLaunchHostFunc@5
 fallbacks_counted() {
 	[ "$(jget "$TMP/f-batch.json" copies.fallbacks)" -ge 1 ] &&
 		[ "$(jget "$TMP/f-batch-nb.json" copies.fallbacks)" -ge 1 ] &&
