@@ -80,6 +80,8 @@ static void t_fill_row(unsigned char *row, uint32_t id)
  * Copies the samples ids[0..n) as one request and checks every byte on the
  * device afterwards. Returns the number of host-to-device bytes it took.
  */
+static int t_verify;    /* pool_request.verify for the next copies */
+
 static uint64_t t_copy(const uint32_t *ids, uint64_t n)
 {
 	unsigned char *src = malloc(n * ROW), *back = malloc(n * ROW);
@@ -95,7 +97,7 @@ static uint64_t t_copy(const uint32_t *ids, uint64_t n)
 	h.dst = dst;
 	h.src = src;
 	r = (struct pool_request){ .dst = dst, .src = src, .n = n * ROW, .row = ROW,
-				   .stream = NULL, .h2d = t_h2d_cb, .arg = &h };
+				   .stream = NULL, .h2d = t_h2d_cb, .arg = &h, .verify = t_verify };
 	err = pool_copy(pool_get(0, 0), &r);
 	CU_ASSERT_EQUAL(err, 0);
 	CU_ASSERT_EQUAL(t_sync(NULL), CUDA_SUCCESS);
@@ -238,6 +240,23 @@ static void test_eviction(void)
 	CU_ASSERT_EQUAL(t_copy(ids, 1000), 1000 * ROW);
 }
 
+static void test_checked_capture(void)
+{
+	uint32_t ids[100];
+
+	t_config((const char *[]){ "VRAMPOOL_LAYOUT", "3072", "VRAMPOOL_BUDGET", "64M",
+				   "VRAMPOOL_SLAB", "1M", NULL });
+	t_ids(ids, 100, 4000, 1);
+	t_verify = 1;
+	CU_ASSERT_EQUAL(t_copy(ids, 100), 100 * ROW);
+	t_verify = 0;
+	CU_ASSERT_EQUAL(stats_get(ST_ROWS_CAPTURED), 100);
+	/* the check ran behind the capture and found the source unchanged */
+	CU_ASSERT_EQUAL(t_copy(ids, 100), 0);
+	CU_ASSERT_EQUAL(stats_get(ST_ROWS_HITS), 100);
+	CU_ASSERT_EQUAL(stats_get(ST_ROWS_POOLED), 100);
+}
+
 static void test_dormant_for_good(void)
 {
 	uint32_t ids[10];
@@ -299,6 +318,7 @@ int main(void)
 	CU_add_test(s, "admission stops at the budget and the rest keeps crossing", test_budget_limits_admission);
 	CU_add_test(s, "eviction frees the newest slabs first and latches the budget", test_eviction);
 	CU_add_test(s, "a probe that leaves less than one slab keeps the pool dormant", test_dormant_for_good);
+	CU_add_test(s, "rows captured under a run-time check are served once it found the source unchanged", test_checked_capture);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = (int)CU_get_number_of_failures();
