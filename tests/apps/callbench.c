@@ -9,6 +9,9 @@
  * (taken with dlsym on the libcudart handle, which ignores LD_PRELOAD).
  * Rounds of the two alternate in one process, so machine noise hits both.
  * --symbol-only skips the direct rounds (every copy then passes the shim).
+ * --capture issues each round into a stream capture (a graph that is then
+ * discarded): no worker runs, so the per-call figure is the host cost alone,
+ * free of thread-scheduling noise.
  * --distinct gives every call its own source contents (misses, captured
  * once by a pool); by default all calls copy the same bytes (hits).
  */
@@ -29,7 +32,7 @@ static double callbench_now(void)
 
 int main(int argc, char **argv)
 {
-	size_t bytes = 64, calls = 20000, distinct = 0, symbol_only = 0;
+	size_t bytes = 64, calls = 20000, distinct = 0, symbol_only = 0, capture = 0;
 	unsigned char *src;
 	void *dst;
 	cudaStream_t s;
@@ -45,8 +48,10 @@ int main(int argc, char **argv)
 			distinct = 1;
 		else if (strcmp(argv[i], "--symbol-only") == 0)
 			symbol_only = 1;
+		else if (strcmp(argv[i], "--capture") == 0)
+			capture = 1;
 		else {
-			fprintf(stderr, "usage: callbench [--bytes N] [--calls N] [--distinct] [--symbol-only]\n");
+			fprintf(stderr, "usage: callbench [--bytes N] [--calls N] [--distinct] [--symbol-only] [--capture]\n");
 			return 2;
 		}
 	}
@@ -68,6 +73,10 @@ int main(int argc, char **argv)
 
 		if (symbol_only && round % 2)
 			continue;
+		if (capture && cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed)) {
+			fprintf(stderr, "callbench: cannot capture\n");
+			return 3;
+		}
 
 		for (size_t c = 0; c < calls; c++) {
 			const unsigned char *p = src + (distinct ? (c % 256) * bytes : 0);
@@ -78,11 +87,17 @@ int main(int argc, char **argv)
 				fprintf(stderr, "callbench: cudaMemcpyAsync failed\n");
 				return 3;
 			}
-			if (c % 256 == 255)
+			if (c % 256 == 255 && !capture)
 				cudaStreamSynchronize(s);
 		}
-		cudaStreamSynchronize(s);
 		dt = (callbench_now() - t0) / (double)calls;
+		if (capture) {
+			cudaGraph_t g;
+
+			if (cudaStreamEndCapture(s, &g) == cudaSuccess)
+				cudaGraphDestroy(g);
+		}
+		cudaStreamSynchronize(s);
 		if (round % 2 && dt < best_direct)
 			best_direct = dt;
 		if (!(round % 2) && dt < best)
