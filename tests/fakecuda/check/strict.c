@@ -25,63 +25,7 @@
 
 #define MB (1024 * 1024)
 
-/* In a child: exit with the line number when COND is false. */
-#define CHK(cond) do { if (!(cond)) { \
-	fprintf(stderr, "child check failed at line %d: %s\n", __LINE__, #cond); \
-	_exit(__LINE__ & 0xff ? __LINE__ & 0xff : 1); } } while (0)
-
-/* Runs FN in a child with the given NAME=VALUE settings; returns the raw
- * wait status. The child exits through exit() so atexit handlers run. */
-static int in_child(void (*fn)(void), const char *const *env)
-{
-	pid_t pid = fork();
-	int status = -1;
-
-	if (pid == 0) {
-		for (; env && *env; env += 2)
-			setenv(env[0], env[1], 1);
-		alarm(10);
-		fn();
-		exit(0);
-	}
-	waitpid(pid, &status, 0);
-	return status;
-}
-
-static int child_ok(int status)
-{
-	if (WIFSIGNALED(status))
-		fprintf(stderr, "child died of signal %d\n", WTERMSIG(status));
-	else if (WEXITSTATUS(status))
-		fprintf(stderr, "child exited %d\n", WEXITSTATUS(status));
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-static unsigned long long counter(const char *name)
-{
-	unsigned long long (*fn)(const char *);
-
-	*(void **)&fn = dlsym(RTLD_DEFAULT, "fakecuda_counter");
-	CHK(fn != NULL);
-	return fn(name);
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&t, NULL);
-}
-
-/* A host function that holds its stream until the gate opens. */
-static atomic_int gate;
-
-static void hold_stream(void *arg)
-{
-	(void)arg;
-	while (!atomic_load(&gate))
-		sleep_ms(1);
-}
+#include "harness.h"
 
 /* ---- stale data without a cross-stream wait ---- */
 
