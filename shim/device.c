@@ -305,7 +305,8 @@ int device_sync(int dev)
 	return err;
 }
 
-int device_copy_dtod(dev_ptr dst, dev_ptr src, uint64_t n, dev_stream s)
+/* Enqueues one device-to-device copy of n bytes on stream s. */
+static int device_copy_dtod(dev_ptr dst, dev_ptr src, uint64_t n, dev_stream s)
 {
 	stats_add(ST_DEVICE_OPS, 1);
 	return device_err(drv.memcpy_dtod_async((CUdeviceptr)dst, (CUdeviceptr)src, (size_t)n, (CUstream)s));
@@ -435,11 +436,6 @@ int device_host_func(dev_stream s, void (*fn)(void *arg), void *arg)
 {
 	stats_add(ST_DEVICE_OPS, 1);
 	return device_err(drv.launch_host_func((CUstream)s, fn, arg));
-}
-
-int device_stream_sync(dev_stream s)
-{
-	return device_err(drv.stream_synchronize((CUstream)s));
 }
 
 int device_capture_relax(void)

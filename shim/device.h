@@ -70,9 +70,6 @@ int device_mem_info(int dev, uint64_t *free_bytes, uint64_t *total_bytes);
 /* Waits for all work in device dev's primary context. */
 int device_sync(int dev);
 
-/* Enqueues a device-to-device copy of n bytes on stream s. */
-int device_copy_dtod(dev_ptr dst, dev_ptr src, uint64_t n, dev_stream s);
-
 /*
  * Enqueues count device-to-device copies (dsts[i] <- srcs[i], sizes[i]
  * bytes) on stream s of device dev, as one operation where the driver has
@@ -103,9 +100,6 @@ int device_stream_query(dev_stream s);
  * once everything before it on s is done. fn must not call CUDA.
  */
 int device_host_func(dev_stream s, void (*fn)(void *arg), void *arg);
-
-/* Waits for all work on stream s. */
-int device_stream_sync(dev_stream s);
 
 /*
  * Makes the calling thread's stream-capture mode relaxed and returns the

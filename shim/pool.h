@@ -19,10 +19,12 @@
  *   call are not served until a host function queued behind the capture
  *   has fingerprinted the source again and found it unchanged; if it
  *   changed, the rows are dropped (never served under the old fingerprint).
- * - If any of the pool's own device work fails, the whole copy is
- *   delivered again with the program's plain host-to-device copy, and the
- *   rows involved are dropped from the index: the program never receives
- *   a wrong byte and never sees an error the plain copy would not give.
+ * - If the pool's own device work fails, the program still gets its bytes:
+ *   when a hit cannot be issued the whole copy is delivered again with the
+ *   program's plain host-to-device copy; when a capture cannot be issued
+ *   (or checked), its rows are dropped from the index. The program never
+ *   receives a wrong byte and never sees an error the plain copy would not
+ *   give.
  *
  * Locking: a per-pool mutex guards the index and slab bookkeeping; an
  * rwlock is held shared by every copy from lookup to the last enqueue that
