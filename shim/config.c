@@ -41,13 +41,18 @@ static const char *config_show(char *out, size_t outlen, const char *value)
 	return out;
 }
 
-/* Reports one malformed variable; the caller counts it. */
+/* The configuration being loaded, so a complaint can be kept for the dump. */
+static struct config *config_cur;
+
+/* Reports one malformed variable; the caller counts it. The first is kept in problem. */
 static void config_complain(const char *name, const char *value, const char *why)
 {
 	char show[CONFIG_SHOW_MAX + 8];
 
-	log_line("%s='%s' %s; running as pass-through", name,
-		 config_show(show, sizeof(show), value), why);
+	config_show(show, sizeof(show), value);
+	log_line("%s='%s' %s; running as pass-through", name, show, why);
+	if (config_cur && config_cur->problem[0] == '\0')
+		snprintf(config_cur->problem, sizeof(config_cur->problem), "%s='%s' %s", name, show, why);
 }
 
 /*
@@ -201,7 +206,7 @@ static int config_size(const char *(*get)(const char *name), const char *name,
 	return 0;
 }
 
-/* VRAMPOOL: on, off, 1 or 0. */
+/* VRAMPOOL: on, off, 1, 0 or dry. */
 static int config_switch(struct config *c, const char *(*get)(const char *name))
 {
 	const char *v = config_get(get, "VRAMPOOL");
@@ -212,7 +217,11 @@ static int config_switch(struct config *c, const char *(*get)(const char *name))
 		c->off = 1;
 		return 0;
 	}
-	config_complain("VRAMPOOL", v, "is not a switch (expected on, off, 1 or 0)");
+	if (strcmp(v, "dry") == 0) {
+		c->dry = 1;
+		return 0;
+	}
+	config_complain("VRAMPOOL", v, "is not a switch (expected on, off, 1, 0 or dry)");
 	return -EINVAL;
 }
 
@@ -258,20 +267,20 @@ static int config_budget(struct config *c, const char *(*get)(const char *name))
 	return -EINVAL;
 }
 
-/* VRAMPOOL_STATS: any path that fits. */
-static int config_stats(struct config *c, const char *(*get)(const char *name))
+/* A path variable (VRAMPOOL_STATS, VRAMPOOL_TELEMETRY): any path that fits out. */
+static int config_path(const char *(*get)(const char *name), const char *name, char *out, size_t len)
 {
-	const char *v = config_get(get, "VRAMPOOL_STATS");
+	const char *v = config_get(get, name);
 	size_t n;
 
 	if (v == NULL)
 		return 0;
 	n = strlen(v);
-	if (n >= sizeof(c->stats_path)) {
-		config_complain("VRAMPOOL_STATS", v, "is too long (expected a path under 4096 characters)");
+	if (n >= len) {
+		config_complain(name, v, "is too long (expected a path under 4096 characters)");
 		return -EINVAL;
 	}
-	memcpy(c->stats_path, v, n + 1);
+	memcpy(out, v, n + 1);
 	return 0;
 }
 
@@ -281,6 +290,7 @@ int config_load(struct config *c, const char *(*get)(const char *name))
 	int bad = 0;
 
 	memset(c, 0, sizeof(*c));
+	config_cur = c;
 	c->budget_kind = BUDGET_AUTO;
 	c->probe_after = 2;
 	c->reserve_batches = 16;
@@ -307,10 +317,12 @@ int config_load(struct config *c, const char *(*get)(const char *name))
 	c->threads = (unsigned)threads;
 	bad += config_int(get, "VRAMPOOL_TELEMETRY_S", 1, 86400,
 			  "is not an interval (expected seconds from 1 to 86400)", &c->telemetry_s) < 0;
-	bad += config_stats(c, get) < 0;
+	bad += config_path(get, "VRAMPOOL_STATS", c->stats_path, sizeof(c->stats_path)) < 0;
+	bad += config_path(get, "VRAMPOOL_TELEMETRY", c->telemetry_path, sizeof(c->telemetry_path)) < 0;
 
 	c->invalid = bad;
-	c->enabled = !c->off && bad == 0;
+	c->enabled = !c->off && !c->dry && bad == 0;
+	config_cur = NULL;
 	return bad;
 }
 

@@ -18,9 +18,11 @@
 enum budget_kind { BUDGET_AUTO, BUDGET_BYTES, BUDGET_SHARE };
 
 struct config {
-	int enabled;            /* VRAMPOOL not off/0, and every value valid */
+	int enabled;            /* the pool may act: VRAMPOOL on (not off, 0 or dry) and every value valid */
 	int off;                /* VRAMPOOL=off or 0 asked for pass-through */
+	int dry;                /* VRAMPOOL=dry: fingerprint and index, no device memory or work of its own */
 	int invalid;            /* number of malformed variables seen */
+	char problem[256];      /* the first malformed variable's message (the dump's "reason"), or empty */
 	int has_layout;         /* VRAMPOOL_LAYOUT set and valid */
 	struct layout layout;
 	enum budget_kind budget_kind;
@@ -31,10 +33,11 @@ struct config {
 	uint64_t margin;        /* default 512M */
 	uint64_t slab;          /* default 64M; at least 1M */
 	unsigned threads;       /* 0: chosen from the CPU count */
-	char stats_path[4096];  /* empty: no JSON dump; "%p" not yet expanded */
+	char stats_path[4096];  /* empty: no JSON dump; "%p", "%r", "%h" not yet expanded */
+	char telemetry_path[4096]; /* VRAMPOOL_TELEMETRY: append a JSON line per interval; empty: none */
 	int verbose;
 	int quiet;
-	uint64_t telemetry_s;   /* VRAMPOOL_TELEMETRY_S: seconds between verbose telemetry lines, default 10 */
+	uint64_t telemetry_s;   /* VRAMPOOL_TELEMETRY_S: the telemetry interval in seconds, default 10 */
 };
 
 /*

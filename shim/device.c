@@ -395,6 +395,29 @@ int device_copy_dtod_many(int dev, dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes
 	return err;
 }
 
+int device_gather_ready(int dev)
+{
+	(void)dev;
+	return 0;
+}
+
+int device_gather(int dev, dev_ptr dst, uint64_t row, const struct dev_gather_entry *e, uint32_t n,
+		  dev_stream s)
+{
+	(void)dev;
+	(void)dst;
+	(void)row;
+	(void)e;
+	(void)n;
+	(void)s;
+	return -ENOSYS;
+}
+
+int device_stream_sync(dev_stream s)
+{
+	return device_err(drv.stream_synchronize((CUstream)s));
+}
+
 int device_event_new(dev_event *ev)
 {
 	CUevent e = NULL;

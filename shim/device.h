@@ -82,6 +82,68 @@ int device_sync(int dev);
 int device_copy_dtod_many(int dev, dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes, uint64_t count,
 			  dev_stream s);
 
+/*
+ * The gather kernel: hits and captures of one copy as one device operation.
+ *
+ * vrampool_gather is a small kernel shipped inside the library as PTX
+ * (shim/gather.cu, built with the toolkit's nvcc -ptx at make time) and
+ * loaded with cuModuleLoadData in the device's primary context. One launch
+ * moves every entry of one copy: an entry is nrows consecutive rows of row
+ * bytes between a slab address and rows [dst_row, dst_row + nrows) of the
+ * copy's destination, in one of two directions. Sources, destinations and
+ * row sizes may have any alignment. Entries of one launch never overlap in
+ * what they write, and no entry reads what another writes (hits write
+ * destination rows and read settled slab rows; captures read the other
+ * destination rows, already delivered by the stream, and write fresh slab
+ * space), so they run in any order.
+ *
+ * The kernel's parameter is one struct dev_gather_params passed by value
+ * (kernelParams[0] points to it), only its first
+ * offsetof(entries) + count * sizeof(entry) bytes meaningful.
+ */
+#define DEV_GATHER_CAPTURE 0x80000000u  /* nrows_dir bit: destination -> slab */
+#define DEV_GATHER_MAX 1024             /* entries per launch */
+
+struct dev_gather_entry {
+	dev_ptr slab;           /* the slab address of the first row */
+	uint32_t dst_row;       /* the first destination row */
+	uint32_t nrows_dir;     /* bits 0..30: rows; DEV_GATHER_CAPTURE: a capture, else a hit */
+};
+
+struct dev_gather_params {
+	dev_ptr dst;            /* the copy's destination */
+	uint64_t row;           /* row bytes */
+	uint32_t count;         /* entries used, 1..DEV_GATHER_MAX */
+	uint32_t pad;
+	struct dev_gather_entry entries[DEV_GATHER_MAX];
+};
+
+/*
+ * Returns 1 when device dev's gather kernel is loaded and has passed its
+ * self-test, 0 when the pool must use batched copies instead. The first
+ * call for a context loads the module and runs the kernel once on a known
+ * pattern of odd alignments (device memory of its own, filled with
+ * memsets, read back and compared); a module that cannot load or a result
+ * that differs makes the answer 0 for that context, said once under
+ * VRAMPOOL_VERBOSE, and stats' "gather" field says which path is used.
+ * A transient failure (allocation, launch) is retried a limited number of
+ * times on later calls. Thread-safe.
+ */
+int device_gather_ready(int dev);
+
+/*
+ * Enqueues the n entries (n >= 1) as kernel launches on stream s of device
+ * dev (one launch per DEV_GATHER_MAX entries), the legacy stream included.
+ * Returns 0, or a negative errno when a launch failed: launches before it
+ * may have run, so the caller must treat the whole copy as failed (and a
+ * plain copy enqueued on s afterwards overwrites whatever they wrote).
+ */
+int device_gather(int dev, dev_ptr dst, uint64_t row, const struct dev_gather_entry *e, uint32_t n,
+		  dev_stream s);
+
+/* Waits for all work on stream s (the driver's cuStreamSynchronize). */
+int device_stream_sync(dev_stream s);
+
 /* Creates an event without timing in the current context. */
 int device_event_new(dev_event *ev);
 int device_event_record(dev_event ev, dev_stream s);

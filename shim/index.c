@@ -3,7 +3,7 @@
  * probing and backward-shift deletion.
  *
  * The table is one allocation: cap keys (16 bytes each) followed by cap
- * values (4 bytes each), 20 bytes per slot with no padding. An all-zero key
+ * values (8 bytes each), 24 bytes per slot with no padding. An all-zero key
  * marks an empty slot, so the all-zero fingerprint (probability 2^-128, but
  * legal) lives outside the table in ix->zero_val.
  *
@@ -30,7 +30,7 @@
 #include <string.h>
 
 #define IX_MIN_CAP 2
-#define IX_SLOT_BYTES (sizeof(struct fp) + sizeof(uint32_t))
+#define IX_SLOT_BYTES (sizeof(struct fp) + sizeof(uint64_t))
 
 /* The key array at the start of the table. */
 static struct fp *ix_keys(const struct index *ix)
@@ -39,9 +39,9 @@ static struct fp *ix_keys(const struct index *ix)
 }
 
 /* The value array after the keys. */
-static uint32_t *ix_vals(const struct index *ix)
+static uint64_t *ix_vals(const struct index *ix)
 {
-	return (uint32_t *)((struct fp *)ix->slots + ix->cap);
+	return (uint64_t *)((struct fp *)ix->slots + ix->cap);
 }
 
 /* Whether a key is all zero (an empty slot). */
@@ -83,8 +83,8 @@ static size_t ix_cap_for(size_t n)
  * richer entries (Robin Hood). The key must not be in the table and a free
  * slot must exist.
  */
-static void ix_place_from(struct fp *keys, uint32_t *vals, size_t mask,
-			  struct fp key, uint32_t val, size_t pos, size_t dist)
+static void ix_place_from(struct fp *keys, uint64_t *vals, size_t mask,
+			  struct fp key, uint64_t val, size_t pos, size_t dist)
 {
 	for (;;) {
 		if (ix_is_zero(&keys[pos])) {
@@ -96,7 +96,7 @@ static void ix_place_from(struct fp *keys, uint32_t *vals, size_t mask,
 
 		if (d < dist) {
 			struct fp tk = keys[pos];
-			uint32_t tv = vals[pos];
+			uint64_t tv = vals[pos];
 
 			keys[pos] = key;
 			vals[pos] = val;
@@ -113,7 +113,7 @@ static void ix_place_from(struct fp *keys, uint32_t *vals, size_t mask,
 static int ix_resize(struct index *ix, size_t newcap)
 {
 	struct fp *okeys = ix->slots, *nkeys;
-	uint32_t *ovals, *nvals;
+	uint64_t *ovals, *nvals;
 	size_t ocap = ix->cap, mask = newcap - 1;
 
 	if (newcap > SIZE_MAX / IX_SLOT_BYTES)
@@ -121,7 +121,7 @@ static int ix_resize(struct index *ix, size_t newcap)
 	nkeys = calloc(newcap, IX_SLOT_BYTES);
 	if (!nkeys)
 		return -ENOMEM;
-	nvals = (uint32_t *)(nkeys + newcap);
+	nvals = (uint64_t *)(nkeys + newcap);
 	if (okeys) {
 		ovals = ix_vals(ix);
 		for (size_t i = 0; i < ocap; i++)
@@ -160,7 +160,7 @@ static size_t ix_find(const struct index *ix, const struct fp *key)
 static void ix_delete_at(struct index *ix, size_t i)
 {
 	struct fp *keys = ix_keys(ix);
-	uint32_t *vals = ix_vals(ix);
+	uint64_t *vals = ix_vals(ix);
 	size_t mask = ix->cap - 1;
 
 	for (;;) {
@@ -184,7 +184,7 @@ int index_init(struct index *ix, size_t hint)
 	return ix_resize(ix, ix_cap_for(hint));
 }
 
-int index_lookup(const struct index *ix, const struct fp *key, uint32_t *val)
+int index_lookup(const struct index *ix, const struct fp *key, uint64_t *val)
 {
 	size_t pos;
 
@@ -201,13 +201,28 @@ int index_lookup(const struct index *ix, const struct fp *key, uint32_t *val)
 	return 0;
 }
 
+void index_prefetch(const struct index *ix, const struct fp *key)
+{
+	if (ix->cap)
+		__builtin_prefetch(&ix_keys(ix)[ix_home(key, ix->cap - 1)]);
+}
+
+void index_lookup_many(const struct index *ix, const struct fp *keys, size_t n, uint64_t *vals,
+		       uint8_t *found)
+{
+	for (size_t i = 0; i < n; i++)
+		index_prefetch(ix, &keys[i]);
+	for (size_t i = 0; i < n; i++)
+		found[i] = index_lookup(ix, &keys[i], &vals[i]) == 0;
+}
+
 /*
  * Probes once: an equal key means -EEXIST; otherwise the new entry goes to
  * the first free slot or displaces the first richer entry, which then
  * continues the probe. Growth happens first, and only for a new key, so a
  * rejected duplicate never grows the table.
  */
-int index_insert(struct index *ix, const struct fp *key, uint32_t val)
+int index_insert(struct index *ix, const struct fp *key, uint64_t val)
 {
 	struct fp *keys;
 	size_t n, mask, pos, dist;
@@ -272,11 +287,11 @@ int index_remove(struct index *ix, const struct fp *key)
  * and none is seen past the end of the scan. Afterwards the table shrinks if
  * its load fell under 7/16 (a failed shrink keeps the larger table).
  */
-size_t index_remove_if(struct index *ix, int (*pred)(uint32_t val, void *arg), void *arg)
+size_t index_remove_if(struct index *ix, int (*pred)(uint64_t val, void *arg), void *arg)
 {
 	size_t removed = 0, start = 0, mask, pos, seen, n;
 	struct fp *keys;
-	uint32_t *vals;
+	uint64_t *vals;
 
 	if (ix->has_zero && pred(ix->zero_val, arg)) {
 		ix->has_zero = 0;

@@ -1,10 +1,11 @@
 /*
- * index: fingerprint -> 32-bit value (the pool's row slot), open addressing.
+ * index: fingerprint -> 64-bit value (the pool's row slot), open addressing.
  *
  * Linear probing with backward-shift deletion; the table doubles when full
- * past its load bound (index.c says which). Slots are packed (key and value
- * in 20 bytes), so host memory per entry stays at or under 48 bytes at every
- * load the table can have. Not thread-safe: the pool serialises.
+ * past its load bound (index.c says which). Each key is kept next to its
+ * value (index.c states the slot layout and the host bytes per entry).
+ * Values are the caller's 64-bit handles (the pool packs slab and offset).
+ * Not thread-safe: the pool serialises.
  */
 #ifndef VRAMPOOL_INDEX_H
 #define VRAMPOOL_INDEX_H
@@ -19,7 +20,7 @@ struct index {
 	void *slots;
 	size_t cap;       /* slots, a power of two, or 0 before first insert */
 	size_t count;     /* entries */
-	uint32_t zero_val; /* the value of the all-zero key, kept out of the */
+	uint64_t zero_val; /* the value of the all-zero key, kept out of the */
 	int has_zero;      /* table (a zero key marks an empty slot there) */
 };
 
@@ -27,10 +28,21 @@ struct index {
 int index_init(struct index *ix, size_t hint);
 
 /* Returns 0 and *val, or -ENOENT. */
-int index_lookup(const struct index *ix, const struct fp *key, uint32_t *val);
+int index_lookup(const struct index *ix, const struct fp *key, uint64_t *val);
+
+/*
+ * Looks up n keys as one batch: the home slot of every key is prefetched
+ * before the first probe, so the cache misses of a copy's rows overlap.
+ * found[i] is 1 with vals[i] set when keys[i] is present, else 0.
+ */
+void index_lookup_many(const struct index *ix, const struct fp *keys, size_t n, uint64_t *vals,
+		       uint8_t *found);
+
+/* Starts loading the home slot of key into the cache (no effect on contents). */
+void index_prefetch(const struct index *ix, const struct fp *key);
 
 /* Inserts key -> val. Returns 0, -EEXIST (the existing value is kept), or -ENOMEM. */
-int index_insert(struct index *ix, const struct fp *key, uint32_t val);
+int index_insert(struct index *ix, const struct fp *key, uint64_t val);
 
 /* Removes key. Returns 0 or -ENOENT. */
 int index_remove(struct index *ix, const struct fp *key);
@@ -39,7 +51,7 @@ int index_remove(struct index *ix, const struct fp *key);
  * Removes every entry whose value satisfies pred(val, arg) (slab eviction).
  * Returns the number removed.
  */
-size_t index_remove_if(struct index *ix, int (*pred)(uint32_t val, void *arg), void *arg);
+size_t index_remove_if(struct index *ix, int (*pred)(uint64_t val, void *arg), void *arg);
 
 /* Host bytes held by the table. */
 size_t index_bytes(const struct index *ix);

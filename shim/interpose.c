@@ -27,6 +27,7 @@
 #include "layout.h"
 #include "log.h"
 #include "pool.h"
+#include "report.h"
 #include "stats.h"
 
 #define VP_API __attribute__((visibility("default")))
@@ -488,16 +489,6 @@ static void vp_atfork_child(void)
 	stats_reset(vp_config.enabled, vp_config.has_layout ? vp_config.layout.text : NULL);
 }
 
-static void vp_exit_report(void)
-{
-	char path[sizeof(vp_config.stats_path) + 32];
-
-	path[0] = '\0';
-	if (vp_config.stats_path[0] && config_stats_path(&vp_config, (long)getpid(), path, sizeof(path)))
-		path[0] = '\0';
-	stats_exit_report(vp_config.quiet, path);
-}
-
 /*
  * Load time: read the configuration (malformed values print their line
  * now, once), reset the counters, install the fork and exit handlers. No
@@ -515,7 +506,8 @@ __attribute__((constructor)) static void vp_init(void)
 	stats_set_state(vp_config.enabled && vp_config.has_layout ? POOL_DORMANT : POOL_OFF);
 	pool_setup(&vp_config);
 	fingerprint_init(vp_config.threads);
+	report_setup(&vp_config);
 	pthread_atfork(NULL, NULL, vp_atfork_child);
-	atexit(vp_exit_report);
+	atexit(report_exit);
 	errno = saved;
 }

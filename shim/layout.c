@@ -132,6 +132,8 @@ static int layout_parse_spec(struct layout *l, const char *s, size_t n, char *er
 	char spec[LAYOUT_SPEC_MAX + 1];
 	char show[LAYOUT_SHOW_MAX + 8];
 	const char *colon;
+	char *at;
+	unsigned prio = 0;
 	uint64_t row;
 	unsigned elem;
 	int rc, i;
@@ -148,6 +150,17 @@ static int layout_parse_spec(struct layout *l, const char *s, size_t n, char *er
 	memcpy(spec, s, n);
 	spec[n] = '\0';
 
+	at = strchr(spec, '@');
+	if (at != NULL) {
+		if (at[1] < '0' || at[1] > '0' + LAYOUT_MAX_PRIO || at[2] != '\0') {
+			snprintf(err, errlen, "bad priority in '%s' (expected @0 to @%d at the end of a spec)",
+				 show, LAYOUT_MAX_PRIO);
+			return -EINVAL;
+		}
+		prio = (unsigned)(at[1] - '0');
+		*at = '\0';
+	}
+
 	colon = strchr(spec, ':');
 	if (colon == NULL) {
 		rc = layout_parse_bytes(spec, show, "row size", &row, err, errlen);
@@ -162,6 +175,7 @@ static int layout_parse_spec(struct layout *l, const char *s, size_t n, char *er
 		if (rc < 0)
 			return rc;
 		l->has_whole = 1;
+		l->whole_prio = (uint8_t)prio;
 		return 0;
 	} else {
 		char name[LAYOUT_SHOW_MAX + 8];
@@ -181,10 +195,15 @@ static int layout_parse_spec(struct layout *l, const char *s, size_t n, char *er
 	/* Insert keeping rows sorted largest first; a duplicate is dropped. */
 	for (i = 0; i < l->nrows && l->rows[i] > row; i++)
 		;
-	if (i < l->nrows && l->rows[i] == row)
+	if (i < l->nrows && l->rows[i] == row) {
+		if (prio > l->prio[i])
+			l->prio[i] = (uint8_t)prio;
 		return 0;
+	}
 	memmove(&l->rows[i + 1], &l->rows[i], (size_t)(l->nrows - i) * sizeof(l->rows[0]));
+	memmove(&l->prio[i + 1], &l->prio[i], (size_t)(l->nrows - i) * sizeof(l->prio[0]));
 	l->rows[i] = row;
+	l->prio[i] = (uint8_t)prio;
 	l->nrows++;
 	return 0;
 }
@@ -228,6 +247,17 @@ int layout_parse(struct layout *l, const char *text, char *err, size_t errlen)
 		rc = -EINVAL;
 		goto out_clear;
 	}
+	{
+		size_t b = strspn(text, " \t\r\n"), e = strlen(text);
+
+		while (e > b && isspace((unsigned char)text[e - 1]))
+			e--;
+		if (e - b == 4 && memcmp(text + b, "auto", 4) == 0) {
+			l->is_auto = 1;
+			memcpy(l->text, "auto", 5);
+			return 0;
+		}
+	}
 	for (;;) {
 		const char *end = strchr(p, ',');
 		const char *b = p, *e;
@@ -263,18 +293,71 @@ out_clear:
 	return rc;
 }
 
-uint64_t layout_match(const struct layout *l, uint64_t n)
+int layout_match_hit(const struct layout *l, uint64_t n, struct layout_hit *hit)
 {
 	int i;
 
 	if (n == 0)
 		return 0;
-	for (i = 0; i < l->nrows; i++)
-		if (n % l->rows[i] == 0)
-			return l->rows[i];
-	if (l->has_whole && n >= l->whole_min)
-		return n;
+	for (i = 0; i < l->nrows; i++) {
+		if (n % l->rows[i] == 0) {
+			*hit = (struct layout_hit){ .row = l->rows[i], .prio = l->prio[i], .spec = i };
+			return 1;
+		}
+	}
+	if (l->has_whole && n >= l->whole_min) {
+		*hit = (struct layout_hit){ .row = n, .prio = l->whole_prio, .spec = -1 };
+		return 1;
+	}
 	return 0;
+}
+
+uint64_t layout_match(const struct layout *l, uint64_t n)
+{
+	struct layout_hit h;
+
+	return layout_match_hit(l, n, &h) ? h.row : 0;
+}
+
+uint64_t layout_min_row(const struct layout *l)
+{
+	uint64_t m = l->nrows > 0 ? l->rows[l->nrows - 1] : 0;
+
+	if (l->has_whole && (m == 0 || l->whole_min < m))
+		m = l->whole_min;
+	return m;
+}
+
+void layout_format(struct layout *l)
+{
+	size_t k = 0, cap = sizeof(l->text);
+	int i;
+
+	l->text[0] = '\0';
+	for (i = 0; i < l->nrows && k < cap; i++) {
+		int w = snprintf(l->text + k, cap - k, "%s%llu", k ? "," : "", (unsigned long long)l->rows[i]);
+
+		if (w < 0 || (size_t)w >= cap - k)
+			break;
+		k += (size_t)w;
+		if (l->prio[i]) {
+			w = snprintf(l->text + k, cap - k, "@%u", l->prio[i]);
+			if (w < 0 || (size_t)w >= cap - k)
+				break;
+			k += (size_t)w;
+		}
+	}
+	if (l->has_whole && k < cap)
+		snprintf(l->text + k, cap - k, "%swhole:%llu%s", k ? "," : "",
+			 (unsigned long long)l->whole_min, l->whole_prio ? "@" : "");
+	if (l->has_whole && l->whole_prio) {
+		size_t n = strlen(l->text);
+
+		if (n + 1 < cap) {
+			l->text[n] = (char)('0' + l->whole_prio);
+			l->text[n + 1] = '\0';
+		}
+	}
 }
 
 uint64_t layout_max_row(const struct layout *l)

@@ -556,13 +556,13 @@ static int pool_plan(struct pool_copy_ctx *x)
 	uint64_t i;
 
 	for (i = 0; i < x->nrows; i++) {
-		uint32_t val;
+		uint64_t val;
 		struct plan *pl = &x->plan[i];
 
 		pl->kind = PLAN_MISS;
 		if (index_lookup(&p->ix, &x->fps[i], &val) == 0) {
-			uint32_t id = val >> p->row_bits;
-			uint32_t slot = val & ((1U << p->row_bits) - 1);
+			uint32_t id = (uint32_t)(val >> p->row_bits);
+			uint32_t slot = (uint32_t)(val & ((1U << p->row_bits) - 1));
 			struct slab *s = id < p->nslabs ? p->slabs[id] : NULL;
 			int ready;
 
@@ -910,7 +910,7 @@ out:
 	return err;
 }
 
-static int pool_val_in_slab(uint32_t val, void *arg)
+static int pool_val_in_slab(uint64_t val, void *arg)
 {
 	const uint32_t *id_bits = arg;
 

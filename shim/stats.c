@@ -8,6 +8,7 @@
  * atexit handler while the runtime is being torn down.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,8 +86,74 @@ void stats_reset(int enabled, const char *layout)
 	atomic_store(&stats_global.probe_decided, 0);
 	atomic_store(&stats_global.used, 0);
 	stats_global.enabled = enabled;
+	stats_global.mode = enabled ? STATS_MODE_ON : STATS_MODE_OFF;
 	snprintf(stats_global.layout, sizeof(stats_global.layout), "%s", layout ? layout : "");
+	stats_global.layout_source[0] = '\0';
+	stats_global.reason[0] = '\0';
+	stats_global.evidence[0] = '\0';
+	stats_global.gather[0] = '\0';
+	atomic_store(&stats_global.stood_down, 0);
 	atomic_store(&stats_reported, 0);
+}
+
+static pthread_mutex_t stats_text_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void stats_set_mode(enum stats_mode m)
+{
+	stats_global.mode = m;
+}
+
+/* The field of which, and its size. */
+static char *stats_text_field(enum stats_text which, size_t *len)
+{
+	switch (which) {
+	case STATS_LAYOUT:
+		*len = sizeof(stats_global.layout);
+		return stats_global.layout;
+	case STATS_LAYOUT_SOURCE:
+		*len = sizeof(stats_global.layout_source);
+		return stats_global.layout_source;
+	case STATS_REASON:
+		*len = sizeof(stats_global.reason);
+		return stats_global.reason;
+	case STATS_EVIDENCE:
+		*len = sizeof(stats_global.evidence);
+		return stats_global.evidence;
+	case STATS_GATHER:
+		*len = sizeof(stats_global.gather);
+		return stats_global.gather;
+	}
+	*len = 0;
+	return NULL;
+}
+
+void stats_set_text(enum stats_text which, const char *fmt, ...)
+{
+	char buf[256];
+	size_t len;
+	char *field = stats_text_field(which, &len);
+	va_list ap;
+
+	if (!field)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&stats_text_lock);
+	snprintf(field, len, "%s", buf);
+	pthread_mutex_unlock(&stats_text_lock);
+}
+
+void stats_get_text(enum stats_text which, char *buf, size_t len)
+{
+	size_t flen;
+	const char *field = stats_text_field(which, &flen);
+
+	if (len == 0)
+		return;
+	pthread_mutex_lock(&stats_text_lock);
+	snprintf(buf, len, "%s", field ? field : "");
+	pthread_mutex_unlock(&stats_text_lock);
 }
 
 void stats_set_state(enum pool_state s)

@@ -50,8 +50,19 @@ enum stat_id {
 	ST_FALLBACKS,           /* matched copies that fell back to the plain copy after a pool failure */
 	ST_ALLOC_CALLS,         /* program allocations seen */
 	ST_GRAPH_CAPTURE_CALLS, /* copies forwarded because their stream was capturing */
+	ST_DRIVER_CALLS,        /* copies.driver_calls: host-to-device copies made through the driver API */
+	ST_BATCH_CALLS,         /* copies.batch_calls: the program's own batched copies (counted per h2d entry in h2d_calls) */
+	ST_STOOD_DOWN_CALLS,    /* copies.stood_down: matched copies passed without fingerprinting while pooling stood down */
+	ST_BACKOFF_EVENTS,      /* pool.stand_downs: times pooling stood down because rows did not repeat */
+	ST_POOL_DISPLACED_BYTES,/* pool.displaced_bytes: slab bytes freed for rows of a higher priority */
+	ST_POOL_DISPLACED_SLABS,/* pool.displaced_slabs */
+	ST_POOL_FAULTS,         /* pool.faults: failed device calls of the pool's own (each handled) */
+	ST_GATHER_LAUNCHES,     /* pool.gather_launches: gather kernel launches */
 	ST__COUNT
 };
+
+/* How the shim runs: "on", "off" (VRAMPOOL=off or a malformed variable), "dry" (VRAMPOOL=dry). */
+enum stats_mode { STATS_MODE_ON, STATS_MODE_OFF, STATS_MODE_DRY };
 
 /* pool.state values, in the JSON as "off", "dormant", "active", "full", "latched". */
 enum pool_state { POOL_OFF, POOL_DORMANT, POOL_ACTIVE, POOL_FULL, POOL_LATCHED };
@@ -64,7 +75,14 @@ struct stats {
 	_Atomic int probe_decided;
 	_Atomic int used;               /* this process made an interposed call */
 	int enabled;                    /* set once at init */
-	char layout[256];               /* set once at init */
+	enum stats_mode mode;           /* set once at init */
+	/* Text fields, written rarely (stats_set_text), read by the reports. */
+	char layout[256];               /* the spec in use ("" none yet) */
+	char layout_source[8];          /* "env" or "auto" ("" none) */
+	char reason[256];               /* why the pool is off, dormant, full or latched ("" none) */
+	char evidence[256];             /* auto layout: what was found and from what */
+	char gather[32];                /* how hits are delivered: "kernel", "batched copy", "" (none yet) */
+	_Atomic int stood_down;         /* pooling stood down now (rows did not repeat) */
 	/* Copy sizes seen, for the layout suggestion: lock-free insert by CAS on size. */
 	_Atomic uint64_t size_key[STATS_MAX_SIZES];
 	_Atomic uint64_t size_calls[STATS_MAX_SIZES];
@@ -123,6 +141,21 @@ uint64_t stats_get(enum stat_id id);
  * the once-only exit report (fork child, tests).
  */
 void stats_reset(int enabled, const char *layout);
+
+/* Sets the mode (after stats_reset). */
+void stats_set_mode(enum stats_mode m);
+
+/* Which text field stats_set_text writes. */
+enum stats_text { STATS_LAYOUT, STATS_LAYOUT_SOURCE, STATS_REASON, STATS_EVIDENCE, STATS_GATHER };
+
+/*
+ * Sets one text field (printf-style; truncated to its size). Thread-safe;
+ * a report reads a whole old or new value, never a mix.
+ */
+void stats_set_text(enum stats_text which, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Copies one text field into buf. */
+void stats_get_text(enum stats_text which, char *buf, size_t len);
 
 void stats_set_state(enum pool_state s);
 enum pool_state stats_state(void);

@@ -42,7 +42,7 @@ static double bench_lookup(const struct index *ix, const struct fp *keys, size_t
 	for (int pass = 0; pass < 3; pass++) {
 		uint64_t t0 = now_ns(), sum = 0;
 		size_t hits = 0;
-		uint32_t v;
+		uint64_t v;
 
 		for (size_t i = 0; i < n; i++)
 			if (index_lookup(ix, &keys[i], &v) == 0) {
@@ -60,9 +60,9 @@ static double bench_lookup(const struct index *ix, const struct fp *keys, size_t
 }
 
 /* Whether a value (a pool row number) lies in the first 64 slabs' worth of rows. */
-static int first_slabs(uint32_t val, void *arg)
+static int first_slabs(uint64_t val, void *arg)
 {
-	return val < *(uint32_t *)arg;
+	return val < *(uint64_t *)arg;
 }
 
 int main(int argc, char **argv)
@@ -72,7 +72,7 @@ int main(int argc, char **argv)
 	struct index ix;
 	uint64_t x = 0x2545F4914F6CDD1Dull, t0;
 	size_t hits = 0, misses = 0, removed;
-	uint32_t bound;
+	uint64_t bound;
 	double ins, hit, miss;
 
 	if (!keys || !absent || n == 0 || n > UINT32_MAX) {
@@ -88,7 +88,7 @@ int main(int argc, char **argv)
 	index_init(&ix, 0);
 	t0 = now_ns();
 	for (size_t i = 0; i < n; i++)
-		index_insert(&ix, &keys[i], (uint32_t)i);
+		index_insert(&ix, &keys[i], (uint64_t)i);
 	ins = (double)(now_ns() - t0) / (double)n;
 	hit = bench_lookup(&ix, keys, n, &hits);
 	miss = bench_lookup(&ix, absent, n, &misses);
@@ -102,13 +102,13 @@ int main(int argc, char **argv)
 	if (hits != n || misses != 0)
 		printf("# WRONG: %zu of %zu hits, %zu false hits\n", hits, n, misses);
 
-	bound = (uint32_t)(n / 16);   /* a 64 MiB slab holds ~445 rows of 150528 B */
+	bound = (uint64_t)(n / 16);   /* a 64 MiB slab holds ~445 rows of 150528 B */
 	t0 = now_ns();
 	removed = index_remove_if(&ix, first_slabs, &bound);
 	printf("index_remove_if_ns_per_slot %.2f ns\n",
 	       (double)(now_ns() - t0) / (double)(ix.cap ? ix.cap : 1));
 	if (removed != bound)
-		printf("# WRONG: remove_if removed %zu, expected %u\n", removed, bound);
+		printf("# WRONG: remove_if removed %zu, expected %llu\n", removed, (unsigned long long)bound);
 	index_release(&ix);
 	free(absent);
 	free(keys);

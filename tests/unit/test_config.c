@@ -188,7 +188,9 @@ static void test_switch(void)
 	CU_ASSERT(!c.enabled && c.off);
 	expect_good(&c, "VRAMPOOL", "0");
 	CU_ASSERT(!c.enabled && c.off);
-	expect_bad(&c, "VRAMPOOL", "yes", "expected on, off, 1 or 0");
+	expect_good(&c, "VRAMPOOL", "dry");
+	CU_ASSERT(!c.enabled && !c.off && c.dry);
+	expect_bad(&c, "VRAMPOOL", "yes", "expected on, off, 1, 0 or dry");
 	CU_ASSERT_EQUAL(c.off, 0);
 }
 

@@ -11,6 +11,9 @@
 
 #include "index.h"
 
+/* Host bytes per entry the table may use at any load (index.h states the bound). */
+#define IX_TEST_MAX_BYTES 56
+
 /* A xorshift64 generator, so that runs are reproducible. */
 static uint64_t rng_next(uint64_t *x)
 {
@@ -34,7 +37,7 @@ static void test_insert_lookup_remove(void)
 {
 	struct index ix;
 	struct fp a = { 1, 2 }, b = { 3, 4 }, zero = { 0, 0 };
-	uint32_t v = 0;
+	uint64_t v = 0;
 
 	CU_ASSERT_FATAL(index_init(&ix, 0) == 0);
 	CU_ASSERT(index_lookup(&ix, &a, &v) == -ENOENT);
@@ -64,7 +67,7 @@ static void test_duplicate_insert_keeps_old_value(void)
 {
 	struct index ix;
 	struct fp a = { 7, 8 }, zero = { 0, 0 };
-	uint32_t v = 0;
+	uint64_t v = 0;
 	size_t bytes;
 
 	CU_ASSERT_FATAL(index_init(&ix, 0) == 0);
@@ -87,13 +90,13 @@ static void test_duplicate_insert_keeps_old_value(void)
 	CU_ASSERT_FATAL(index_init(&ix, 1000) == 0);
 	for (int i = 0; i < 100; i++) {
 		keys[i] = random_key(&seed);
-		wrong += index_insert(&ix, &keys[i], (uint32_t)i) != 0;
+		wrong += index_insert(&ix, &keys[i], (uint64_t)i) != 0;
 	}
 	bytes = index_bytes(&ix);
 	for (int i = 0; i < 100; i++)
-		wrong += index_insert(&ix, &keys[i], 1000u + (uint32_t)i) != -EEXIST;
+		wrong += index_insert(&ix, &keys[i], 1000u + (uint64_t)i) != -EEXIST;
 	for (int i = 0; i < 100; i++)
-		wrong += index_lookup(&ix, &keys[i], &v) != 0 || v != (uint32_t)i;
+		wrong += index_lookup(&ix, &keys[i], &v) != 0 || v != (uint64_t)i;
 	CU_ASSERT_EQUAL(wrong, 0);
 	CU_ASSERT(ix.count == 100 && index_bytes(&ix) == bytes);
 	index_release(&ix);
@@ -117,9 +120,9 @@ static void fill(struct filled *f, size_t n, uint64_t seed)
 	CU_ASSERT_FATAL(index_init(&f->ix, 0) == 0);
 	for (size_t i = 0; i < n; i++) {
 		f->keys[i] = random_key(&seed);
-		if (index_insert(&f->ix, &f->keys[i], (uint32_t)i) != 0)
+		if (index_insert(&f->ix, &f->keys[i], (uint64_t)i) != 0)
 			failed++;
-		if (index_bytes(&f->ix) > 48 * f->ix.count)
+		if (index_bytes(&f->ix) > IX_TEST_MAX_BYTES * f->ix.count)
 			over++;
 	}
 	CU_ASSERT_EQUAL(failed, 0);
@@ -131,14 +134,14 @@ static void test_growth_to_two_million_keeps_every_entry(void)
 {
 	struct filled f;
 	size_t missing = 0, boundaries = 0;
-	uint32_t v;
+	uint64_t v;
 
 	fill(&f, 2000000, 11);
 	for (size_t i = 0; i < f.n; i++)
-		if (index_lookup(&f.ix, &f.keys[i], &v) != 0 || v != (uint32_t)i)
+		if (index_lookup(&f.ix, &f.keys[i], &v) != 0 || v != (uint64_t)i)
 			missing++;
 	CU_ASSERT_EQUAL(missing, 0);
-	CU_ASSERT(index_bytes(&f.ix) <= 48 * f.n);
+	CU_ASSERT(index_bytes(&f.ix) <= IX_TEST_MAX_BYTES * f.n);
 	index_release(&f.ix);
 
 	/* Every power-of-two count, right before and right after each growth. */
@@ -146,10 +149,10 @@ static void test_growth_to_two_million_keeps_every_entry(void)
 	for (size_t i = 0; i < f.n; i++) {
 		size_t cap = f.ix.cap, c = i + 1;
 
-		index_insert(&f.ix, &f.keys[i], (uint32_t)i);
+		index_insert(&f.ix, &f.keys[i], (uint64_t)i);
 		if ((c & (c - 1)) == 0 || f.ix.cap != cap) {
 			boundaries++;
-			CU_ASSERT(index_bytes(&f.ix) <= 48 * c);
+			CU_ASSERT(index_bytes(&f.ix) <= IX_TEST_MAX_BYTES * c);
 		}
 	}
 	CU_ASSERT(boundaries >= 30);    /* 21 powers of two, 21 growths, some shared */
@@ -157,7 +160,7 @@ static void test_growth_to_two_million_keeps_every_entry(void)
 	free(f.keys);
 }
 
-static int is_odd(uint32_t val, void *arg)
+static int is_odd(uint64_t val, void *arg)
 {
 	(void)arg;
 	return val & 1;
@@ -165,10 +168,10 @@ static int is_odd(uint32_t val, void *arg)
 
 /* A slab of values [lo, hi). */
 struct range {
-	uint32_t lo, hi;
+	uint64_t lo, hi;
 };
 
-static int in_range(uint32_t val, void *arg)
+static int in_range(uint64_t val, void *arg)
 {
 	struct range *r = arg;
 
@@ -180,7 +183,7 @@ static void test_remove_if_keeps_the_rest(void)
 	struct filled f;
 	struct range slab = { 100000, 150000 };
 	size_t wrong = 0;
-	uint32_t v;
+	uint64_t v;
 
 	fill(&f, 300000, 12);
 	CU_ASSERT(index_remove_if(&f.ix, is_odd, NULL) == 150000);
@@ -191,11 +194,11 @@ static void test_remove_if_keeps_the_rest(void)
 		int gone = (i & 1) || (i >= slab.lo && i < slab.hi);
 		int rc = index_lookup(&f.ix, &f.keys[i], &v);
 
-		if (gone ? rc != -ENOENT : (rc != 0 || v != (uint32_t)i))
+		if (gone ? rc != -ENOENT : (rc != 0 || v != (uint64_t)i))
 			wrong++;
 	}
 	CU_ASSERT_EQUAL(wrong, 0);
-	CU_ASSERT(index_bytes(&f.ix) <= 48 * f.ix.count);   /* shrunk after the removals */
+	CU_ASSERT(index_bytes(&f.ix) <= IX_TEST_MAX_BYTES * f.ix.count);   /* shrunk after the removals */
 	slab = (struct range){ 0, UINT32_MAX };
 	CU_ASSERT(index_remove_if(&f.ix, in_range, &slab) == 125000);
 	CU_ASSERT(f.ix.count == 0 && index_bytes(&f.ix) == 0);
@@ -207,14 +210,14 @@ static void test_remove_if_keeps_the_rest(void)
 struct ref {
 	struct fp key;
 	int present;
-	uint32_t val;
+	uint64_t val;
 };
 
 /* Checks every reference key against the index; returns the mismatches. */
 static size_t check_against(const struct index *ix, const struct ref *ref, size_t n)
 {
 	size_t wrong = 0, present = 0;
-	uint32_t v;
+	uint64_t v;
 
 	for (size_t i = 0; i < n; i++) {
 		int rc = index_lookup(ix, &ref[i].key, &v);
@@ -236,7 +239,7 @@ static void run_random_sequence(uint64_t seed, size_t nkeys, size_t ops)
 	struct ref *ref = calloc(nkeys, sizeof(*ref));
 	struct index ix;
 	size_t wrong = 0;
-	uint32_t v;
+	uint64_t v;
 
 	CU_ASSERT_FATAL(ref != NULL);
 	CU_ASSERT_FATAL(index_init(&ix, 0) == 0);
@@ -249,7 +252,7 @@ static void run_random_sequence(uint64_t seed, size_t nkeys, size_t ops)
 	}
 	for (size_t op = 0; op < ops; op++) {
 		struct ref *r = &ref[rng_next(&seed) % nkeys];
-		uint32_t val = (uint32_t)rng_next(&seed);
+		uint64_t val = (uint64_t)rng_next(&seed);
 		int rc;
 
 		switch (rng_next(&seed) % 8) {
@@ -312,14 +315,14 @@ static void test_keys_with_colliding_low_bits_still_work(void)
 	struct index ix;
 	uint64_t seed = 31;
 	size_t wrong = 0;
-	uint32_t v;
+	uint64_t v;
 
 	CU_ASSERT_FATAL(keys != NULL);
 	CU_ASSERT_FATAL(index_init(&ix, 16) == 0);
 	for (size_t i = 0; i < N; i++) {
 		keys[i] = random_key(&seed);
 		keys[i].lo = (keys[i].lo << 32) | 0x12345678u;    /* identical low 32 bits */
-		if (index_insert(&ix, &keys[i], (uint32_t)i) != 0)
+		if (index_insert(&ix, &keys[i], (uint64_t)i) != 0)
 			wrong++;
 	}
 	for (size_t i = 0; i < N; i += 2)
@@ -328,7 +331,7 @@ static void test_keys_with_colliding_low_bits_still_work(void)
 	for (size_t i = 0; i < N; i++) {
 		int rc = index_lookup(&ix, &keys[i], &v);
 
-		if (i % 2 == 0 ? rc != -ENOENT : rc != 0 || v != (uint32_t)i)
+		if (i % 2 == 0 ? rc != -ENOENT : rc != 0 || v != (uint64_t)i)
 			wrong++;
 	}
 	CU_ASSERT(index_remove_if(&ix, is_odd, NULL) == N / 2);
