@@ -1,15 +1,17 @@
 /*
- * pool: slabs, capture at delivery, gather of hits, the budget probe and
- * eviction. pool.h states the invariants; this file keeps them.
+ * pool: the registry of pools (one per device and context) and the copy
+ * pipeline: plan every row under the lock (hit, miss or capture), issue the
+ * device work in stream order, publish the captures. Slabs and segments
+ * are slab.c's, the budget arithmetic budget.c's, the pinned-source check
+ * pincheck.c's, the back-off backoff.c's. pool.h states the invariants.
  *
- * Bookkeeping. Every slab holds rows of one size, filled in consumption
- * order. Each copy that admits rows appends one capture segment per slab
- * it fills: rows [first, first + n) and the event recorded behind their
- * device-to-device capture. A segment is PENDING while its capture is being
- * issued (hits on it are misses), RECORDED once the event is recorded, DONE
- * when the event has completed (hits need no wait) and FAILED when the
- * capture could not be issued (its rows were dropped from the index). Index
- * values pack (slab id, row) into 32 bits: row in the low row_bits.
+ * The order of one copy's device work on the program's stream:
+ *   [waits for captures still running on other streams]
+ *   [misses host-to-device, in runs of consecutive rows]
+ *   [hits and captures: one gather kernel launch]
+ * or, where the kernel is not available (device_gather_ready says so):
+ *   [hits: one batched device-to-device copy] [misses] [captures: one batch]
+ * then, when rows were captured, one event per segment behind them.
  */
 #include "pool.h"
 
@@ -19,94 +21,73 @@
 #include <string.h>
 #include <time.h>
 
+#include "backoff.h"
 #include "fingerprint.h"
 #include "index.h"
 #include "log.h"
+#include "pincheck.h"
+#include "slab.h"
 #include "stats.h"
+#include "whatif.h"
 
 #define POOL_MAX_DEVICES 64
-#define POOL_MAX_CLASSES 64
-#define POOL_ROW_BITS_MAX 24
 #define POOL_STACK_ROWS 256
+#define POOL_PRIOS (LAYOUT_MAX_PRIO + 1)
+#define POOL_STREAMS 64         /* streams remembered for the reclaim fallback */
+#define POOL_RETRY_FIRST 16     /* matched copies before a failed allocation or probe is retried */
+#define POOL_RETRY_LIMIT 6      /* failed attempts before giving up for the run */
 
-enum seg_state { SEG_PENDING, SEG_RECORDED, SEG_DONE, SEG_FAILED };
-
-/*
- * The run-time check of one copy's captured rows (pool_request.verify): a
- * host function queued behind the captures fingerprints each row's source
- * again and sets result. The segments of the copy point here; the record
- * is freed when the last of them is settled (under the pool's mutex).
- */
-struct pool_verify {
-	uint64_t row;
-	uint64_t n;
-	const unsigned char **src;      /* source of each captured row */
-	struct fp *fps;                 /* its call-time fingerprint */
-	uint32_t *slab, *slot;          /* where it was captured */
-	_Atomic int result;             /* 0 not yet run, 1 unchanged, -1 changed */
-	int refs;
+/* What the copy pipeline's steps return besides 0 and the program's own errors (positive). */
+enum pool_result {
+	POOL_DONE = 0,
+	POOL_REDELIVER = -1,    /* a hit could not be issued: send every row not yet sent */
+	POOL_CAPTURE_LOST = -2, /* delivered, but the captures failed: drop their rows */
 };
 
-struct seg {
-	uint32_t first, n;
-	enum seg_state state;
-	dev_event ev;
-	struct pool_verify *verify;     /* pending run-time check, or NULL */
-};
+enum plan_kind { PLAN_MISS, PLAN_HIT, PLAN_CAPTURE };
 
-struct slab {
-	uint32_t id;
-	dev_ptr base;
-	uint64_t row;           /* row size */
-	uint64_t bytes;         /* allocated bytes */
-	uint32_t cap;           /* rows it can hold */
-	uint32_t used;          /* rows handed out */
-	uint32_t pooled;        /* rows captured successfully */
-	struct seg *segs;
-	uint32_t nsegs, segs_cap;
-	uint32_t done_segs;     /* segs[0..done_segs) are all DONE or FAILED */
-};
-
-struct pool_class {
-	uint64_t row;
-	int64_t tail;           /* slab id being filled, or -1 */
+/* One row's plan inside a copy. */
+struct plan {
+	uint8_t kind;
+	uint32_t slab;          /* HIT, CAPTURE */
+	uint32_t seg;           /* CAPTURE: the segment the row went into */
+	uint64_t off;           /* HIT, CAPTURE: the row's offset in the slab */
 };
 
 struct pool {
 	int dev;
 	uint64_t ctx_id;        /* the context the slabs live in */
+	int retired;            /* the device was reset: this pool is not used again */
 	pthread_mutex_t mu;
 	pthread_rwlock_t evict_lock;
 	struct index ix;
 	struct slab **slabs;    /* by id; NULL once evicted */
 	uint32_t nslabs, slabs_cap;
-	struct pool_class classes[POOL_MAX_CLASSES];
-	int nclasses;
-	unsigned row_bits;
-	uint32_t max_slabs;
+	int64_t tail[POOL_PRIOS];       /* slab being filled per priority, or -1 */
 	enum pool_state state;
 	int decided;
 	uint64_t budget;
 	uint64_t bytes;         /* slab bytes allocated */
 	uint64_t matched_seen;
 	uint64_t largest_copy;
+	unsigned floor;         /* rows below this priority are no longer admitted */
+	uint64_t drops;         /* rows dropped from the index by failed checks (a generation) */
+	int displace;           /* a higher-priority row was refused: free a lower slab */
+	uint64_t alloc_retry_at, probe_retry_at;
+	unsigned alloc_failures, probe_failures;
+	struct backoff backoff;
 	dev_event *free_events;
 	uint32_t nfree_events, free_events_cap;
-};
-
-/* One row's plan inside a copy. */
-enum plan_kind { PLAN_MISS, PLAN_HIT, PLAN_CAPTURE };
-
-struct plan {
-	uint8_t kind;
-	uint32_t slab;          /* HIT, CAPTURE */
-	uint32_t slot;
+	dev_stream streams[POOL_STREAMS];       /* streams the pool put work on */
+	uint32_t nstreams;
+	int streams_unsafe;     /* too many, or per-thread streams: no fallback */
 };
 
 static const struct config *pool_cfg;
+static struct layout pool_layout;       /* the layout in use (the automatic one once found) */
+static uint64_t pool_min_row = 1;
 static pthread_mutex_t pool_table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pool *pool_table[POOL_MAX_DEVICES];
-static _Atomic uint64_t pool_last_report_ns;
 
 static uint64_t pool_now_ns(void)
 {
@@ -119,51 +100,24 @@ static uint64_t pool_now_ns(void)
 void pool_setup(const struct config *c)
 {
 	pool_cfg = c;
+	pool_set_layout(&c->layout);
 }
 
-uint64_t pool_budget_decide(const struct config *c, uint64_t free_bytes, uint64_t largest_copy)
+void pool_set_layout(const struct layout *l)
 {
-	uint64_t budget = 0;
-	uint64_t reserve;
+	uint64_t m;
 
-	switch (c->budget_kind) {
-	case BUDGET_BYTES:
-		budget = c->budget_bytes < free_bytes ? c->budget_bytes : free_bytes;
-		break;
-	case BUDGET_SHARE:
-		budget = (uint64_t)((double)free_bytes * c->budget_share);
-		break;
-	case BUDGET_AUTO:
-		reserve = c->reserve_batches * largest_copy;
-		if (reserve / (largest_copy ? largest_copy : 1) != c->reserve_batches)
-			return 0;       /* overflow: nothing can be left */
-		if (free_bytes <= reserve || free_bytes - reserve <= c->margin)
-			return 0;
-		budget = free_bytes - reserve - c->margin;
-		break;
-	}
-	return budget < c->slab ? 0 : budget;
-}
-
-/* Smallest row the layout can produce, which bounds rows per slab. */
-static uint64_t pool_min_row(const struct config *c)
-{
-	uint64_t m = UINT64_MAX;
-
-	for (int i = 0; i < c->layout.nrows; i++)
-		if (c->layout.rows[i] < m)
-			m = c->layout.rows[i];
-	if (c->layout.has_whole && c->layout.whole_min < m)
-		m = c->layout.whole_min;
-	return m == UINT64_MAX || m == 0 ? 1 : m;
+	pthread_mutex_lock(&pool_table_lock);
+	pool_layout = *l;
+	m = layout_min_row(l);
+	pool_min_row = m ? m : 1;
+	pthread_mutex_unlock(&pool_table_lock);
 }
 
 static struct pool *pool_new(int dev)
 {
 	struct pool *p = calloc(1, sizeof(*p));
 	pthread_rwlockattr_t attr;
-	uint64_t rows;
-	unsigned bits = 0;
 
 	if (!p)
 		return NULL;
@@ -177,14 +131,19 @@ static struct pool *pool_new(int dev)
 		free(p);
 		return NULL;
 	}
-	rows = pool_cfg->slab / pool_min_row(pool_cfg);
-	while (bits < POOL_ROW_BITS_MAX && (1ULL << bits) < rows)
-		bits++;
-	p->row_bits = bits;
-	p->max_slabs = (uint32_t)((1ULL << (32 - bits)) - 1);
+	for (int i = 0; i < POOL_PRIOS; i++)
+		p->tail[i] = -1;
 	p->state = POOL_DORMANT;
 	stats_set_state(POOL_DORMANT);
 	return p;
+}
+
+static void pool_set_state(struct pool *p, enum pool_state s)
+{
+	if (p->state == s)
+		return;
+	p->state = s;
+	stats_set_state(s);
 }
 
 /* Takes a retired pool's slabs out of the gauges; its memory died with its context. */
@@ -195,12 +154,13 @@ static void pool_retire(struct pool *p)
 	pthread_mutex_lock(&p->mu);
 	for (uint32_t id = 0; id < p->nslabs; id++)
 		if (p->slabs[id])
-			pooled += p->slabs[id]->pooled;
+			pooled += p->slabs[id]->pooled_rows;
 	stats_sub(ST_POOL_BYTES, p->bytes);
 	stats_sub(ST_POOL_SLABS, p->nslabs);
 	stats_sub(ST_ROWS_POOLED, pooled);
 	log_verbose("device %d was reset: its %u slabs are gone; a new pool starts dormant",
 		    p->dev, p->nslabs);
+	p->retired = 1;
 	p->state = POOL_OFF;
 	pthread_mutex_unlock(&p->mu);
 }
@@ -227,154 +187,90 @@ struct pool *pool_get(int dev, uint64_t ctx_id)
 	return p;
 }
 
-static void pool_set_state(struct pool *p, enum pool_state s)
+/* Counts a failure of the pool's own device work (always handled). */
+static void pool_fault(void)
 {
-	if (p->state == s)
-		return;
-	p->state = s;
-	stats_set_state(s);
+	stats_add(ST_POOL_FAULTS, 1);
 }
 
-/* The one-shot probe. Called with p->mu held. */
+/* The number of copies to wait before attempt failures + 1: 16, 32, 64, ... */
+static uint64_t pool_retry_gap(unsigned failures)
+{
+	return (uint64_t)POOL_RETRY_FIRST << (failures < 10 ? failures : 10);
+}
+
+/* The one-shot probe (retried with back-off when the driver cannot answer). Called with p->mu held. */
 static void pool_probe(struct pool *p)
 {
-	uint64_t free_bytes = 0, total = 0;
-	char b1[32], b2[32], b3[32];
+	struct budget_probe b = { .largest_copy = p->largest_copy, .min_row = pool_min_row };
+	char why[256];
 
-	p->decided = 1;
-	atomic_store(&stats_global.probe_decided, 1);
-	if (device_mem_info(p->dev, &free_bytes, &total)) {
+	if (p->matched_seen < p->probe_retry_at)
+		return;
+	if (device_mem_info(p->dev, &b.free, &b.total)) {
+		pool_fault();
+		if (++p->probe_failures < POOL_RETRY_LIMIT) {
+			p->probe_retry_at = p->matched_seen + pool_retry_gap(p->probe_failures);
+			log_verbose("probe: cannot read free memory of device %d; trying again later", p->dev);
+			stats_set_text(STATS_REASON, "the probe could not read free device memory yet "
+				       "(%u tries); it is tried again", p->probe_failures);
+			return;
+		}
+		p->decided = 1;
+		stats_set_probe_decided();
+		stats_set_text(STATS_REASON, "the probe could not read free device memory (%u tries); "
+			       "the pool stays dormant", p->probe_failures);
 		log_verbose("probe: cannot read free memory of device %d; the pool stays dormant", p->dev);
 		return;
 	}
-	p->budget = pool_budget_decide(pool_cfg, free_bytes, p->largest_copy);
-	stats_set(ST_PROBE_FREE, free_bytes);
-	stats_set(ST_PROBE_TOTAL, total);
-	stats_set(ST_PROBE_RESERVE, pool_cfg->budget_kind == BUDGET_AUTO ?
-		  pool_cfg->reserve_batches * p->largest_copy : 0);
-	stats_set(ST_PROBE_MARGIN, pool_cfg->budget_kind == BUDGET_AUTO ? pool_cfg->margin : 0);
+	p->decided = 1;
+	stats_set_probe_decided();
+	p->budget = budget_decide(pool_cfg, &b);
+	stats_set(ST_PROBE_FREE, b.free);
+	stats_set(ST_PROBE_TOTAL, b.total);
+	stats_set(ST_PROBE_RESERVE, b.reserve);
+	stats_set(ST_PROBE_MARGIN, b.margin);
 	stats_set(ST_POOL_BUDGET, p->budget);
+	budget_explain(pool_cfg, &b, why, sizeof(why));
 	if (!p->budget) {
-		log_verbose("probe: device %d has %s free of %s; budget below one slab, the pool stays dormant",
-			    p->dev, log_bytes(b1, sizeof(b1), free_bytes), log_bytes(b2, sizeof(b2), total));
+		stats_set_text(STATS_REASON, "%s", why);
+		log_verbose("probe: device %d: %s; the pool stays dormant", p->dev, why);
+		pool_set_state(p, POOL_DORMANT);
 		return;
 	}
-	log_verbose("probe: device %d has %s free of %s; pool budget %s",
-		    p->dev, log_bytes(b1, sizeof(b1), free_bytes), log_bytes(b2, sizeof(b2), total),
-		    log_bytes(b3, sizeof(b3), p->budget));
+	stats_set_text(STATS_REASON, "%s", "");
+	{
+		char b1[32], b2[32], b3[32];
+
+		log_verbose("probe: device %d has %s free of %s; pool budget %s (%s)", p->dev,
+			    log_bytes(b1, sizeof(b1), b.free), log_bytes(b2, sizeof(b2), b.total),
+			    log_bytes(b3, sizeof(b3), p->budget), why);
+	}
 	pool_set_state(p, POOL_ACTIVE);
 }
 
-static struct pool_class *pool_class_for(struct pool *p, uint64_t row)
+/* Whether the probe is due: explicit sizes and automatic layouts decide at once. */
+static int pool_probe_due(const struct pool *p)
 {
-	for (int i = 0; i < p->nclasses; i++)
-		if (p->classes[i].row == row)
-			return &p->classes[i];
-	if (p->nclasses == POOL_MAX_CLASSES)
-		return NULL;
-	p->classes[p->nclasses].row = row;
-	p->classes[p->nclasses].tail = -1;
-	return &p->classes[p->nclasses++];
+	return p->matched_seen > pool_cfg->probe_after || pool_cfg->budget_kind == BUDGET_BYTES ||
+	       pool_cfg->layout.is_auto;
 }
 
-/*
- * Allocates a new slab for rows of row bytes within the budget. Returns
- * its id, or -1 (the pool is then full). Called with p->mu held.
- */
-static int64_t pool_slab_new(struct pool *p, uint64_t row)
+/* Remembers stream s as one the pool put work on (the reclaim fallback syncs them). */
+static void pool_note_stream(struct pool *p, dev_stream s)
 {
-	uint64_t cap = pool_cfg->slab / row;
-	struct slab *s;
-	uint64_t bytes;
-	char b1[32], b2[32];
-	int err;
-
-	if (cap == 0)
-		cap = 1;
-	if (cap > (1ULL << p->row_bits))
-		cap = 1ULL << p->row_bits;
-	bytes = cap * row;
-	if (p->bytes + bytes > p->budget || p->nslabs >= p->max_slabs) {
-		log_verbose("pool full: %s in %u slabs of budget %s",
-			    log_bytes(b1, sizeof(b1), p->bytes), p->nslabs, log_bytes(b2, sizeof(b2), p->budget));
-		pool_set_state(p, POOL_FULL);
-		return -1;
+	if (s == DEV_STREAM_PER_THREAD) {
+		p->streams_unsafe = 1;  /* another thread's per-thread stream cannot be synced from here */
+		return;
 	}
-	if (p->nslabs == p->slabs_cap) {
-		uint32_t ncap = p->slabs_cap ? 2 * p->slabs_cap : 16;
-		struct slab **n = realloc(p->slabs, ncap * sizeof(*n));
-
-		if (!n)
-			return -1;
-		p->slabs = n;
-		p->slabs_cap = ncap;
+	for (uint32_t i = 0; i < p->nstreams; i++)
+		if (p->streams[i] == s)
+			return;
+	if (p->nstreams == POOL_STREAMS) {
+		p->streams_unsafe = 1;
+		return;
 	}
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return -1;
-	err = device_mem_alloc(p->dev, bytes, &s->base);
-	if (err) {
-		free(s);
-		log_verbose("pool full: device %d refused a %s slab (%s)", p->dev,
-			    log_bytes(b1, sizeof(b1), bytes), err == -ENOMEM ? "out of memory" : "driver error");
-		pool_set_state(p, POOL_FULL);
-		return -1;
-	}
-	s->id = p->nslabs;
-	s->row = row;
-	s->bytes = bytes;
-	s->cap = (uint32_t)cap;
-	p->slabs[p->nslabs] = s;
-	p->bytes += bytes;
-	stats_add(ST_POOL_BYTES, bytes);
-	stats_add(ST_POOL_SLABS, 1);
-	return p->nslabs++;
-}
-
-/* Appends a PENDING segment to slab s starting at slot. Returns it or NULL. */
-static struct seg *pool_seg_open(struct slab *s, uint32_t slot)
-{
-	if (s->nsegs == s->segs_cap) {
-		uint32_t ncap = s->segs_cap ? 2 * s->segs_cap : 8;
-		struct seg *n = realloc(s->segs, ncap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		s->segs = n;
-		s->segs_cap = ncap;
-	}
-	s->segs[s->nsegs] = (struct seg){ .first = slot, .n = 0, .state = SEG_PENDING };
-	return &s->segs[s->nsegs++];
-}
-
-/*
- * Reserves the next slot for a new row of row bytes, opening a segment on
- * the copy's behalf when the slot starts a new run. Returns 0 with slab and
- * slot, or -1 when nothing can be admitted. Called with p->mu held.
- */
-static int pool_reserve(struct pool *p, uint64_t row, uint32_t *slab_id, uint32_t *slot,
-			int64_t *open_slab)
-{
-	struct pool_class *c = pool_class_for(p, row);
-	struct slab *s;
-
-	if (!c)
-		return -1;
-	if (c->tail < 0 || p->slabs[c->tail]->used == p->slabs[c->tail]->cap) {
-		c->tail = pool_slab_new(p, row);
-		if (c->tail < 0)
-			return -1;
-	}
-	s = p->slabs[c->tail];
-	if (*open_slab != c->tail) {
-		if (!pool_seg_open(s, s->used))
-			return -1;
-		*open_slab = c->tail;
-	}
-	s->segs[s->nsegs - 1].n++;
-	*slab_id = (uint32_t)c->tail;
-	*slot = s->used++;
-	return 0;
+	p->streams[p->nstreams++] = s;
 }
 
 static dev_event pool_event_get(struct pool *p)
@@ -383,13 +279,17 @@ static dev_event pool_event_get(struct pool *p)
 
 	if (p->nfree_events)
 		return p->free_events[--p->nfree_events];
-	if (device_event_new(&ev))
+	if (device_event_new(&ev)) {
+		pool_fault();
 		return NULL;
+	}
 	return ev;
 }
 
 static void pool_event_put(struct pool *p, dev_event ev)
 {
+	if (!ev)
+		return;
 	if (p->nfree_events == p->free_events_cap) {
 		uint32_t ncap = p->free_events_cap ? 2 * p->free_events_cap : 16;
 		dev_event *n = realloc(p->free_events, ncap * sizeof(*n));
@@ -404,80 +304,51 @@ static void pool_event_put(struct pool *p, dev_event ev)
 	p->free_events[p->nfree_events++] = ev;
 }
 
-/* Finds the segment holding slot (segments are sorted by first). */
-static struct seg *pool_seg_find(struct slab *s, uint32_t slot)
+/* Drops the rows of segment g of slab s from the index and the gauges (FAILED). */
+static void pool_seg_drop(struct pool *p, struct slab *s, struct seg *g, const struct pincheck *c)
 {
-	uint32_t lo = 0, hi = s->nsegs;
+	uint32_t dropped = 0;
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (s->segs[mid].first + s->segs[mid].n <= slot)
-			lo = mid + 1;
-		else
-			hi = mid;
+	if (c) {
+		for (uint64_t i = 0; i < c->n; i++) {
+			if (c->slab[i] != s->id || c->off[i] < g->off ||
+			    c->off[i] >= g->off + (uint64_t)g->n * g->row)
+				continue;
+			if (index_remove(&p->ix, &c->fps[i]) == 0)
+				dropped++;
+		}
 	}
-	return lo < s->nsegs && s->segs[lo].first <= slot ? &s->segs[lo] : NULL;
-}
-
-/* Drops one segment's reference to its check; frees the check with the last one. */
-static void pool_verify_put(struct seg *g)
-{
-	if (g->verify && --g->verify->refs == 0)
-		free(g->verify);
-	g->verify = NULL;
-}
-
-/*
- * The host function of a run-time check: runs on a driver thread after
- * the copy and its captures, makes no CUDA call and takes no lock.
- */
-static void pool_verify_run(void *arg)
-{
-	struct pool_verify *v = arg;
-	int result = 1;
-
-	for (uint64_t i = 0; i < v->n && result > 0; i++) {
-		struct fp now = fingerprint_one(v->src[i], v->row);
-
-		if (!fp_equal(&now, &v->fps[i]))
-			result = -1;
-	}
-	atomic_store(&v->result, result);
+	s->pooled_rows -= dropped;
+	s->pooled_bytes -= (uint64_t)dropped * g->row;
+	p->drops++;
+	stats_sub(ST_ROWS_POOLED, dropped);
+	g->state = SEG_FAILED;
+	if (dropped)
+		log_verbose("dropped %u captured rows: their pinned source changed before the copy ran",
+			    dropped);
 }
 
 /*
  * Settles segment g of slab s whose capture event has completed: DONE, or
- * FAILED when its run-time check found the source changed (its rows leave
- * the index). Called with p->mu held.
+ * FAILED when its run-time check found the source changed. Called with
+ * p->mu held.
  */
 static void pool_seg_settle(struct pool *p, struct slab *s, struct seg *g)
 {
-	struct pool_verify *v = g->verify;
-	uint32_t dropped = 0;
+	struct pincheck *c = g->check;
 
 	pool_event_put(p, g->ev);
 	g->ev = NULL;
 	g->state = SEG_DONE;
-	if (!v)
+	if (!c)
 		return;
-	if (atomic_load(&v->result) != 1) {
-		for (uint64_t i = 0; i < v->n; i++) {
-			if (v->slab[i] != s->id || v->slot[i] < g->first || v->slot[i] >= g->first + g->n)
-				continue;
-			if (index_remove(&p->ix, &v->fps[i]) == 0)
-				dropped++;
-		}
-		s->pooled -= dropped;
-		stats_sub(ST_ROWS_POOLED, dropped);
-		g->state = SEG_FAILED;
-		log_verbose("dropped %u captured rows: their pinned source changed before the copy ran",
-			    dropped);
-	}
-	pool_verify_put(g);
+	if (pincheck_result(c) != 1)
+		pool_seg_drop(p, s, g, c);
+	g->check = NULL;
+	pincheck_put(c);
 }
 
-/* Advances done_segs over leading segments whose capture is known finished. */
+/* Settles the leading RECORDED segments whose events completed; moves "settled" on. */
 static void pool_slab_advance(struct pool *p, struct slab *s)
 {
 	while (s->done_segs < s->nsegs) {
@@ -489,29 +360,29 @@ static void pool_slab_advance(struct pool *p, struct slab *s)
 			break;
 		s->done_segs++;
 	}
+	slab_advance(s);
 }
 
 /*
- * Decides whether the pooled row at (slab, slot) can be served on stream:
- * returns 1 (serve; the stream waits for the row's capture if needed, once
- * per event: *waited is the last event this copy waited for), 0
- * (treat as a miss: capture still being issued, or failed) or -1 (a wait
- * could not be issued). Called with p->mu held.
+ * Decides whether the pooled row at offset off of slab s can be served on
+ * stream: 1 (serve; the stream waits for the row's capture when needed,
+ * once per event: *waited is the last event this copy waited for), 0
+ * (a miss: capture still being issued or checked, or failed) or -1 (a
+ * wait could not be issued). Called with p->mu held.
  */
-static int pool_row_ready(struct pool *p, struct slab *s, uint32_t slot, dev_stream stream,
+static int pool_row_ready(struct pool *p, struct slab *s, uint64_t off, dev_stream stream,
 			  dev_event *waited)
 {
 	struct seg *g;
+	int64_t k;
 
-	if (s->done_segs < s->nsegs && s->segs[s->done_segs].first <= slot)
-		pool_slab_advance(p, s);
-	if (s->done_segs == s->nsegs || slot < s->segs[s->done_segs].first) {
-		g = pool_seg_find(s, slot);
-		return g && g->state == SEG_DONE;
-	}
-	g = pool_seg_find(s, slot);
-	if (!g)
+	if (off < s->settled)
+		return 1;       /* found in the index below settled: DONE (FAILED rows left it) */
+	pool_slab_advance(p, s);
+	k = slab_seg_find(s, off);
+	if (k < 0)
 		return 0;
+	g = &s->segs[k];
 	switch (g->state) {
 	case SEG_DONE:
 		return 1;
@@ -520,105 +391,325 @@ static int pool_row_ready(struct pool *p, struct slab *s, uint32_t slot, dev_str
 			pool_seg_settle(p, s, g);
 			return g->state == SEG_DONE;
 		}
-		/* A row whose source is still to be checked is not served yet. */
-		if (g->verify)
-			return 0;
-		/* One wait per capture, not per row: rows of a capture share its event. */
+		if (g->check)
+			return 0;       /* a row whose source is still to be checked is not served yet */
 		if (*waited == g->ev)
 			return 1;
 		*waited = g->ev;
-		return device_stream_wait(stream, g->ev) ? -1 : 1;
+		if (device_stream_wait(stream, g->ev)) {
+			pool_fault();
+			return -1;
+		}
+		return 1;
 	default:
 		return 0;
 	}
 }
 
-/* Holds the per-copy state between the planning and the publishing steps. */
+/* The per-copy state between planning, issuing and publishing. */
 struct pool_copy_ctx {
 	struct pool *p;
 	const struct pool_request *r;
 	uint64_t nrows;
 	struct fp *fps;
 	struct plan *plan;
+	uint64_t *vals;         /* lookup results, then first-seen positions */
+	uint8_t *found;
 	uint64_t hits, misses, captures;
 	uint64_t h2d_ns;
-	struct pool_verify *verify;     /* the run-time check of this copy's captures */
+	int misses_sent;        /* the miss rows have been delivered host-to-device */
+	int64_t open_slab, open_seg;
+	struct pincheck *check;
 };
 
-/* Plans every row under p->mu: hits, misses and captures. Returns 0 or -1 (fall back). */
+/* Whether some row of a matched spec can still be admitted. Called with p->mu held. */
+static int pool_can_admit(const struct pool *p)
+{
+	if (p->state != POOL_ACTIVE)
+		return 0;
+	if (p->budget - p->bytes >= pool_min_row)
+		return 1;
+	for (int i = (int)p->floor; i < POOL_PRIOS; i++) {
+		const struct slab *s = p->tail[i] >= 0 ? p->slabs[p->tail[i]] : NULL;
+
+		if (s && slab_room_for(s, pool_min_row) >= pool_min_row)
+			return 1;
+	}
+	return 0;
+}
+
+/* Whether a slab of a priority below prio exists (displacement could make room). */
+static int pool_has_lower(const struct pool *p, unsigned prio)
+{
+	for (uint32_t id = 0; id < p->nslabs; id++)
+		if (p->slabs[id] && p->slabs[id]->prio < prio)
+			return 1;
+	return 0;
+}
+
+/*
+ * Allocates a new slab for rows of priority prio with room for a row of
+ * row bytes, within the budget. Returns its id, or -1 (not now: budget
+ * used, allocation backing off, or failed). Called with p->mu held.
+ */
+static int64_t pool_slab_new(struct pool *p, uint64_t row, unsigned prio)
+{
+	uint64_t size = budget_slab_size(pool_cfg->slab, p->budget - p->bytes, row);
+	struct slab *s;
+	dev_ptr base = 0;
+	char b1[32];
+	int err;
+
+	if (!size || p->nslabs >= SLAB_MAX_ID || p->matched_seen < p->alloc_retry_at ||
+	    p->alloc_failures >= POOL_RETRY_LIMIT)
+		return -1;
+	if (p->nslabs == p->slabs_cap) {
+		uint32_t ncap = p->slabs_cap ? 2 * p->slabs_cap : 16;
+		struct slab **n = realloc(p->slabs, ncap * sizeof(*n));
+
+		if (!n)
+			return -1;
+		p->slabs = n;
+		p->slabs_cap = ncap;
+	}
+	err = device_mem_alloc(p->dev, size, &base);
+	if (err) {
+		pool_fault();
+		p->alloc_failures++;
+		p->alloc_retry_at = p->matched_seen + pool_retry_gap(p->alloc_failures);
+		log_verbose("device %d refused a %s slab (%s); %s", p->dev, log_bytes(b1, sizeof(b1), size),
+			    err == -ENOMEM ? "out of memory" : "driver error",
+			    p->alloc_failures < POOL_RETRY_LIMIT ? "trying again later" : "not trying again");
+		if (p->alloc_failures >= POOL_RETRY_LIMIT)
+			stats_set_text(STATS_REASON, "the device refused %u slab allocations; the pool "
+				       "keeps the %s it has", p->alloc_failures,
+				       log_bytes(b1, sizeof(b1), p->bytes));
+		return -1;
+	}
+	s = slab_new(p->nslabs, prio, base, size);
+	if (!s) {
+		if (device_mem_free(p->dev, base))
+			pool_fault();
+		return -1;
+	}
+	p->alloc_failures = 0;
+	p->slabs[p->nslabs] = s;
+	p->bytes += size;
+	stats_add(ST_POOL_BYTES, size);
+	stats_add(ST_POOL_SLABS, 1);
+	return p->nslabs++;
+}
+
+/*
+ * Takes room for one new row of the copy in a slab of its priority.
+ * Returns 0 with the plan filled, or -1 (not admitted). Called with p->mu
+ * held.
+ */
+static int pool_admit(struct pool_copy_ctx *x, struct plan *pl)
+{
+	struct pool *p = x->p;
+	uint64_t row = x->r->row;
+	unsigned prio = x->r->prio < POOL_PRIOS ? x->r->prio : POOL_PRIOS - 1;
+	int64_t t = p->tail[prio];
+	uint64_t off = UINT64_MAX;
+
+	if (prio < p->floor)
+		return -1;
+	if (t >= 0) {
+		if (x->open_slab != t)
+			x->open_seg = -1;
+		off = slab_take(p->slabs[t], row, &x->open_seg);
+	}
+	if (off == UINT64_MAX) {
+		t = pool_slab_new(p, row, prio);
+		if (t < 0) {
+			/* The budget is used: rows of a lower priority make room. */
+			if (p->budget - p->bytes < row && pool_has_lower(p, prio)) {
+				if (p->floor < prio)
+					log_verbose("rows of priority %u need the budget: rows below it are "
+						    "no longer admitted", prio);
+				p->floor = prio;
+				p->displace = 1;
+			}
+			return -1;
+		}
+		p->tail[prio] = t;
+		x->open_seg = -1;
+		off = slab_take(p->slabs[t], row, &x->open_seg);
+		if (off == UINT64_MAX)
+			return -1;
+	}
+	x->open_slab = t;
+	pl->kind = PLAN_CAPTURE;
+	pl->slab = (uint32_t)t;
+	pl->seg = (uint32_t)x->open_seg;
+	pl->off = off;
+	return 0;
+}
+
+/* Plans every row under p->mu: hits, misses and captures. Returns 0 or POOL_REDELIVER. */
 static int pool_plan(struct pool_copy_ctx *x)
 {
 	struct pool *p = x->p;
-	int64_t open_slab = -1;
 	int admitting = p->state == POOL_ACTIVE;
 	dev_event waited = NULL;
-	int err = 0;
-	uint64_t i;
+	uint64_t i, drops = p->drops;
+	int err = POOL_DONE;
 
+	index_lookup_many(&p->ix, x->fps, x->nrows, x->vals, x->found);
 	for (i = 0; i < x->nrows; i++) {
-		uint64_t val;
 		struct plan *pl = &x->plan[i];
 
 		pl->kind = PLAN_MISS;
-		if (index_lookup(&p->ix, &x->fps[i], &val) == 0) {
-			uint32_t id = (uint32_t)(val >> p->row_bits);
-			uint32_t slot = (uint32_t)(val & ((1U << p->row_bits) - 1));
+		/* A check that failed while planning dropped rows found above: look again. */
+		if (x->found[i] && p->drops != drops)
+			x->found[i] = index_lookup(&p->ix, &x->fps[i], &x->vals[i]) == 0;
+		if (x->found[i]) {
+			uint32_t id = slab_val_id(x->vals[i]);
+			uint64_t off = slab_val_off(x->vals[i]);
 			struct slab *s = id < p->nslabs ? p->slabs[id] : NULL;
 			int ready;
 
-			if (!s || s->row != x->r->row)
+			if (!s || off + x->r->row > s->fill)
 				continue;
-			ready = pool_row_ready(p, s, slot, x->r->stream, &waited);
+			ready = pool_row_ready(p, s, off, x->r->stream, &waited);
 			if (ready < 0) {
-				err = -1;
+				err = POOL_REDELIVER;
 				break;
 			}
 			if (ready) {
 				pl->kind = PLAN_HIT;
 				pl->slab = id;
-				pl->slot = slot;
+				pl->off = off;
 				x->hits++;
 			}
 			continue;
 		}
 		if (!admitting)
 			continue;
-		if (pool_reserve(p, x->r->row, &pl->slab, &pl->slot, &open_slab)) {
+		if (pool_admit(x, pl)) {
 			admitting = 0;
 			continue;
 		}
-		if (index_insert(&p->ix, &x->fps[i], (pl->slab << p->row_bits) | pl->slot)) {
-			/* Out of host memory: the slot goes back, the row is a miss. */
-			struct slab *s = p->slabs[pl->slab];
-			struct seg *g = &s->segs[s->nsegs - 1];
-
-			g->n--;
-			s->used--;
-			if (g->n == 0)
-				g->state = SEG_FAILED;
-			admitting = 0;
+		if (index_insert(&p->ix, &x->fps[i], slab_val(pl->slab, pl->off))) {
+			/* A duplicate inside this copy, or out of host memory: a miss. */
+			slab_untake(p->slabs[pl->slab], pl->seg);
+			pl->kind = PLAN_MISS;
 			continue;
 		}
-		pl->kind = PLAN_CAPTURE;
 		x->captures++;
 	}
 	for (; i < x->nrows; i++)
-		x->plan[i].kind = PLAN_MISS;    /* planning stopped early: fall back */
+		x->plan[i].kind = PLAN_MISS;
+	if (err) {
+		/* Planning stopped: undo the captures planned so far, serve nothing. */
+		for (i = 0; i < x->nrows; i++) {
+			if (x->plan[i].kind == PLAN_CAPTURE) {
+				index_remove(&p->ix, &x->fps[i]);
+				p->slabs[x->plan[i].slab]->segs[x->plan[i].seg].state = SEG_FAILED;
+			}
+			x->plan[i].kind = PLAN_MISS;
+		}
+		x->hits = x->captures = 0;
+	}
 	x->misses = x->nrows - x->hits;
+	if (x->hits || x->captures)
+		pool_note_stream(p, x->r->stream);
+	if (p->state == POOL_ACTIVE && !pool_can_admit(p)) {
+		char b1[32], b2[32];
+
+		pool_set_state(p, POOL_FULL);
+		stats_set_text(STATS_REASON, "full: %s of budget %s in %u slabs holds every row it could "
+			       "admit", log_bytes(b1, sizeof(b1), p->bytes),
+			       log_bytes(b2, sizeof(b2), p->budget), p->nslabs);
+		log_verbose("pool full: %s in %u slabs of budget %s", b1, p->nslabs, b2);
+	}
+	return err;
+}
+
+/* Delivers rows [i, j) host-to-device with the program's entry point. */
+static int pool_send(struct pool_copy_ctx *x, uint64_t i, uint64_t j)
+{
+	uint64_t t0 = pool_now_ns();
+	int err = x->r->h2d(x->r->arg, i * x->r->row, (j - i) * x->r->row);
+
+	x->h2d_ns += pool_now_ns() - t0;
+	return err;
+}
+
+/* Delivers every row whose plan kind is (want_hits ? HIT : not HIT), in runs. */
+static int pool_send_rows(struct pool_copy_ctx *x, int want_hits)
+{
+	uint64_t i, j;
+	int err;
+
+	for (i = 0; i < x->nrows; i = j) {
+		if ((x->plan[i].kind == PLAN_HIT) != want_hits) {
+			j = i + 1;
+			continue;
+		}
+		for (j = i + 1; j < x->nrows && (x->plan[j].kind == PLAN_HIT) == want_hits; j++)
+			;
+		err = pool_send(x, i, j);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* The end of a run of rows of kind k starting at i: the same slab, consecutive offsets. */
+static uint64_t pool_run_end(const struct pool_copy_ctx *x, uint64_t i, enum plan_kind k)
+{
+	uint64_t j;
+
+	for (j = i + 1; j < x->nrows && x->plan[j].kind == k && x->plan[j].slab == x->plan[i].slab &&
+	     x->plan[j].off == x->plan[i].off + (j - i) * x->r->row; j++)
+		;
+	return j;
+}
+
+/* Issues the hits and captures as gather entries (one kernel launch per DEV_GATHER_MAX). */
+static int pool_issue_gather(struct pool_copy_ctx *x)
+{
+	struct dev_gather_entry stack[POOL_STACK_ROWS];
+	struct dev_gather_entry *e = stack;
+	uint64_t n = 0, i, j;
+	int err;
+
+	if (x->hits + x->captures > POOL_STACK_ROWS) {
+		e = malloc((x->hits + x->captures) * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+	}
+	for (i = 0; i < x->nrows; i = j) {
+		enum plan_kind k = x->plan[i].kind;
+
+		if (k == PLAN_MISS) {
+			j = i + 1;
+			continue;
+		}
+		j = pool_run_end(x, i, k);
+		if (j - i > 0x7fffffff)
+			j = i + 0x7fffffff;
+		e[n].slab = x->p->slabs[x->plan[i].slab]->base + x->plan[i].off;
+		e[n].dst_row = (uint32_t)i;
+		e[n].nrows_dir = (uint32_t)(j - i) | (k == PLAN_CAPTURE ? DEV_GATHER_CAPTURE : 0);
+		n++;
+	}
+	err = device_gather(x->p->dev, x->r->dst, x->r->row, e, (uint32_t)n, x->r->stream);
+	if (e != stack)
+		free(e);
 	return err;
 }
 
 /*
- * Collects the runs of rows of plan kind k (consecutive rows whose slab
- * rows are consecutive too) as device-to-device copies: from the slab into
- * the destination for hits, from the destination into the slab for
- * captures. Returns the number of runs written to the arrays.
+ * Collects the runs of rows of plan kind k as device-to-device copies:
+ * slab -> destination for hits, destination -> slab for captures.
  */
 static uint64_t pool_runs(struct pool_copy_ctx *x, enum plan_kind k, dev_ptr *dsts, dev_ptr *srcs,
 			  uint64_t *sizes)
 {
-	const struct pool_request *r = x->r;
-	uint64_t row = r->row, n = 0, i, j;
+	uint64_t row = x->r->row, n = 0, i, j;
 
 	for (i = 0; i < x->nrows; i = j) {
 		dev_ptr slab_row, dst_row;
@@ -627,12 +718,9 @@ static uint64_t pool_runs(struct pool_copy_ctx *x, enum plan_kind k, dev_ptr *ds
 			j = i + 1;
 			continue;
 		}
-		for (j = i + 1; j < x->nrows && x->plan[j].kind == k &&
-		     x->plan[j].slab == x->plan[i].slab &&
-		     x->plan[j].slot == x->plan[i].slot + (j - i); j++)
-			;
-		slab_row = x->p->slabs[x->plan[i].slab]->base + (uint64_t)x->plan[i].slot * row;
-		dst_row = r->dst + i * row;
+		j = pool_run_end(x, i, k);
+		slab_row = x->p->slabs[x->plan[i].slab]->base + x->plan[i].off;
+		dst_row = x->r->dst + i * row;
 		dsts[n] = k == PLAN_HIT ? dst_row : slab_row;
 		srcs[n] = k == PLAN_HIT ? slab_row : dst_row;
 		sizes[n] = (j - i) * row;
@@ -641,71 +729,116 @@ static uint64_t pool_runs(struct pool_copy_ctx *x, enum plan_kind k, dev_ptr *ds
 	return n;
 }
 
-/*
- * Issues the copy's device work in stream order: hits device-to-device
- * (one batched operation where the driver can), misses host-to-device in
- * runs, then the captures. Returns 0, a positive runtime error from the
- * program's own copy, -1 when the hits could not be issued (fall back),
- * -2 when only the capture failed (the data is delivered), or -ENOMEM.
- */
-static int pool_issue(struct pool_copy_ctx *x)
+/* Issues with batched copies: hits, then misses, then captures. */
+static int pool_issue_batched(struct pool_copy_ctx *x)
 {
-	const struct pool_request *r = x->r;
 	dev_ptr dst_stack[POOL_STACK_ROWS], src_stack[POOL_STACK_ROWS];
 	uint64_t size_stack[POOL_STACK_ROWS];
 	dev_ptr *dsts = dst_stack, *srcs = src_stack;
 	uint64_t *sizes = size_stack;
-	uint64_t row = r->row, n, i, j;
-	int err = 0;
+	uint64_t n;
+	int err;
 
 	if (x->nrows > POOL_STACK_ROWS) {
 		dsts = malloc(x->nrows * sizeof(*dsts));
 		srcs = malloc(x->nrows * sizeof(*srcs));
 		sizes = malloc(x->nrows * sizeof(*sizes));
 		if (!dsts || !srcs || !sizes) {
-			err = x->hits ? -1 : -2;
+			/* Nothing issued yet: with hits, redeliver all; else send and drop the captures. */
+			err = POOL_REDELIVER;
+			if (!x->hits) {
+				x->misses_sent = 1;
+				err = pool_send_rows(x, 0);
+				if (!err)
+					err = POOL_CAPTURE_LOST;
+			}
 			goto out;
 		}
 	}
 	n = pool_runs(x, PLAN_HIT, dsts, srcs, sizes);
-	if (n && device_copy_dtod_many(x->p->dev, dsts, srcs, sizes, n, r->stream)) {
-		err = -1;
+	if (n && device_copy_dtod_many(x->p->dev, dsts, srcs, sizes, n, x->r->stream)) {
+		pool_fault();
+		err = POOL_REDELIVER;
 		goto out;
 	}
-	/* Misses: runs of consecutive rows not served from the pool. */
-	for (i = 0; i < x->nrows; i = j) {
-		uint64_t t0;
-
-		if (x->plan[i].kind == PLAN_HIT) {
-			j = i + 1;
-			continue;
-		}
-		for (j = i + 1; j < x->nrows && x->plan[j].kind != PLAN_HIT; j++)
-			;
-		t0 = pool_now_ns();
-		err = r->h2d(r->arg, i * row, (j - i) * row);
-		x->h2d_ns += pool_now_ns() - t0;
-		if (err)
-			goto out;
-	}
-	/* Captures: out of the rows just delivered, into consecutive slab rows. */
+	x->misses_sent = 1;
+	err = pool_send_rows(x, 0);
+	if (err)
+		goto out;
 	n = pool_runs(x, PLAN_CAPTURE, dsts, srcs, sizes);
-	if (n && device_copy_dtod_many(x->p->dev, dsts, srcs, sizes, n, r->stream))
-		err = -2;
-out:
-	if (dsts != dst_stack) {
-		free(dsts);
-		free(srcs);
-		free(sizes);
+	if (n && device_copy_dtod_many(x->p->dev, dsts, srcs, sizes, n, x->r->stream)) {
+		pool_fault();
+		err = POOL_CAPTURE_LOST;
 	}
+out:
+	if (dsts != dst_stack)
+		free(dsts);
+	if (srcs != src_stack)
+		free(srcs);
+	if (sizes != size_stack)
+		free(sizes);
 	return err;
 }
 
 /*
- * Publishes the copy's segments after its captures were issued (ok), or
- * drops their rows from the index (capture failed or never issued). Each
- * segment opened by this copy gets an event recorded behind the captures.
- * Called with p->mu held.
+ * Issues the copy's device work in stream order (the file comment). Returns
+ * 0, a positive error of the program's own copy, POOL_REDELIVER or
+ * POOL_CAPTURE_LOST.
+ */
+static int pool_issue(struct pool_copy_ctx *x)
+{
+	int err;
+
+	if (!x->hits && !x->captures) {
+		x->misses_sent = 1;
+		return pool_send_rows(x, 0);
+	}
+	if (!device_gather_ready(x->p->dev))
+		return pool_issue_batched(x);
+	x->misses_sent = 1;
+	err = pool_send_rows(x, 0);
+	if (err)
+		return err;
+	if (pool_issue_gather(x)) {
+		pool_fault();
+		return x->hits ? POOL_REDELIVER : POOL_CAPTURE_LOST;
+	}
+	return POOL_DONE;
+}
+
+/*
+ * Queues the run-time check of the copy's captured rows behind its
+ * captures. Returns 0 or POOL_CAPTURE_LOST.
+ */
+static int pool_check_queue(struct pool_copy_ctx *x)
+{
+	struct pincheck *c = pincheck_new(x->captures, x->r->row);
+	uint64_t k = 0;
+
+	if (!c)
+		return POOL_CAPTURE_LOST;
+	for (uint64_t i = 0; i < x->nrows; i++) {
+		if (x->plan[i].kind != PLAN_CAPTURE)
+			continue;
+		c->fps[k] = x->fps[i];
+		c->src[k] = (const unsigned char *)x->r->src + i * x->r->row;
+		c->slab[k] = x->plan[i].slab;
+		c->off[k] = x->plan[i].off;
+		k++;
+	}
+	if (device_host_func(x->r->stream, pincheck_run, c)) {
+		pool_fault();
+		pincheck_put(c);        /* refs 0 -> freed: the host function was not queued */
+		return POOL_CAPTURE_LOST;
+	}
+	x->check = c;
+	return POOL_DONE;
+}
+
+/*
+ * Publishes the copy's captures after they were issued (ok), or drops
+ * their rows (capture failed or never issued). Each segment the copy
+ * opened gets an event recorded behind the captures. Called with p->mu held.
  */
 static void pool_publish(struct pool_copy_ctx *x, int ok)
 {
@@ -720,231 +853,388 @@ static void pool_publish(struct pool_copy_ctx *x, int ok)
 		if (pl->kind != PLAN_CAPTURE)
 			continue;
 		s = p->slabs[pl->slab];
-		g = pool_seg_find(s, pl->slot);
+		g = &s->segs[pl->seg];
 		if (g->state == SEG_PENDING) {
 			dev_event ev = ok ? pool_event_get(p) : NULL;
 
 			if (ev && device_event_record(ev, x->r->stream) == 0) {
 				g->ev = ev;
 				g->state = SEG_RECORDED;
-				if (x->verify) {
-					g->verify = x->verify;
-					x->verify->refs++;
+				if (x->check) {
+					g->check = x->check;
+					x->check->refs++;
 				}
 			} else {
-				if (ev)
+				if (ev) {
+					pool_fault();
 					pool_event_put(p, ev);
+				}
 				g->state = SEG_FAILED;
 			}
 		}
 		if (g->state == SEG_FAILED) {
 			index_remove(&p->ix, &x->fps[i]);
+			pl->kind = PLAN_MISS;
 			continue;
 		}
-		s->pooled++;
+		s->pooled_rows++;
+		s->pooled_bytes += x->r->row;
+		if (x->vals[i] < s->pos_lo)
+			s->pos_lo = x->vals[i];
+		if (x->vals[i] > s->pos_hi)
+			s->pos_hi = x->vals[i];
 		captured++;
 	}
+	/* A queued check that no segment took is left to its host function, which
+	 * may still read it: not freed. */
 	x->captures = captured;
 }
 
-/* Under VRAMPOOL_VERBOSE, one line of telemetry per VRAMPOOL_TELEMETRY_S (10) seconds of activity. */
-static void pool_telemetry(void)
+/* The first-seen position of a hit at offset off of slab s, from the slab's range. */
+static uint64_t pool_hit_pos(const struct slab *s, uint64_t off)
 {
-	uint64_t now = pool_now_ns();
-	uint64_t last = atomic_load_explicit(&pool_last_report_ns, memory_order_relaxed);
-	char b1[32], b2[32], b3[32];
-
-	if (last == 0) {
-		atomic_compare_exchange_strong(&pool_last_report_ns, &last, now);
-		return;
-	}
-	if (now - last < pool_cfg->telemetry_s * 1000000000ULL ||
-	    !atomic_compare_exchange_strong(&pool_last_report_ns, &last, now))
-		return;
-	log_line("served %llu/%llu rows from VRAM (%s PCIe saved), %llu captured, %llu pooled, pool %s/%s",
-		 (unsigned long long)stats_get(ST_ROWS_HITS), (unsigned long long)stats_get(ST_ROWS_SEEN),
-		 log_bytes(b1, sizeof(b1), stats_get(ST_BYTES_SERVED)),
-		 (unsigned long long)stats_get(ST_ROWS_CAPTURED), (unsigned long long)stats_get(ST_ROWS_POOLED),
-		 log_bytes(b2, sizeof(b2), stats_get(ST_POOL_BYTES)),
-		 log_bytes(b3, sizeof(b3), stats_get(ST_POOL_BUDGET)));
+	if (s->pos_lo == UINT64_MAX || s->pos_hi <= s->pos_lo || s->fill == 0)
+		return s->pos_hi;
+	return s->pos_lo + (uint64_t)((double)(s->pos_hi - s->pos_lo) * ((double)off / (double)s->fill));
 }
 
-/*
- * Queues the run-time check of the copy's captured rows behind its
- * captures. Returns 0, or -2 (treat as a failed capture) when it cannot.
- * The record is referenced by the segments in pool_publish and freed with
- * the last of them, after the host function has run (its event is behind).
- */
-static int pool_verify_queue(struct pool_copy_ctx *x)
+/* Reports the copy's hits to the what-if curve, one call per run. Called with p->mu held. */
+static void pool_whatif_hits(struct pool_copy_ctx *x)
 {
-	uint64_t n = x->captures, k = 0;
-	struct pool_verify *v;
-	char *mem;
+	uint64_t i, j;
 
-	mem = malloc(sizeof(*v) + n * (sizeof(*v->src) + sizeof(*v->fps) + 2 * sizeof(uint32_t)));
-	if (!mem)
-		return -2;
-	v = (struct pool_verify *)mem;
-	v->fps = (struct fp *)(mem + sizeof(*v));
-	v->src = (const unsigned char **)(v->fps + n);
-	v->slab = (uint32_t *)(v->src + n);
-	v->slot = v->slab + n;
-	v->row = x->r->row;
-	v->n = n;
-	v->refs = 0;
-	atomic_init(&v->result, 0);
-	for (uint64_t i = 0; i < x->nrows; i++) {
-		if (x->plan[i].kind != PLAN_CAPTURE)
+	for (i = 0; i < x->nrows; i = j) {
+		if (x->plan[i].kind != PLAN_HIT) {
+			j = i + 1;
 			continue;
-		v->fps[k] = x->fps[i];
-		v->src[k] = (const unsigned char *)x->r->src + i * x->r->row;
-		v->slab[k] = x->plan[i].slab;
-		v->slot[k] = x->plan[i].slot;
-		k++;
+		}
+		j = pool_run_end(x, i, PLAN_HIT);
+		whatif_repeat(pool_hit_pos(x->p->slabs[x->plan[i].slab], x->plan[i].off),
+			      (j - i) * x->r->row);
 	}
-	if (device_host_func(x->r->stream, pool_verify_run, v)) {
-		free(v);
-		return -2;
-	}
-	x->verify = v;
-	return 0;
 }
 
 /* Delivers the whole copy host-to-device, counting its rows as misses. */
-static int pool_copy_plain(const struct pool_request *r, uint64_t nrows, uint64_t *h2d_ns)
+static int pool_copy_plain(struct pool_copy_ctx *x)
 {
-	uint64_t t0 = pool_now_ns();
-	int err = r->h2d(r->arg, 0, r->n);
+	int err = pool_send(x, 0, x->nrows);
 
-	*h2d_ns += pool_now_ns() - t0;
 	if (err)
 		return err;
-	stats_add(ST_ROWS_SEEN, nrows);
-	stats_add(ST_ROWS_MISSES, nrows);
-	stats_add(ST_BYTES_H2D, r->n);
+	stats_add(ST_ROWS_SEEN, x->nrows);
+	stats_add(ST_ROWS_MISSES, x->nrows);
+	stats_add(ST_BYTES_H2D, x->r->n);
+	return 0;
+}
+
+/* Fingerprints the copy's rows into x->fps. */
+static void pool_fingerprint(struct pool_copy_ctx *x)
+{
+	stats_add(ST_TIME_FINGERPRINT_NS, fingerprint_rows(x->r->src, x->r->row, x->nrows, x->fps));
+}
+
+/*
+ * A copy the pool only observes (dry runs, before the probe, a dormant
+ * pool): fingerprints for the what-if curve, then the plain copy.
+ */
+static int pool_copy_observe(struct pool_copy_ctx *x)
+{
+	pool_fingerprint(x);
+	whatif_observe(x->fps, NULL, x->nrows, x->r->row, NULL);
+	return pool_copy_plain(x);
+}
+
+/*
+ * A copy sampled while pooling stood down: a few rows fingerprinted and
+ * looked up, then the plain copy. Returns its result; *hits the rows found.
+ */
+static int pool_copy_sample(struct pool_copy_ctx *x, uint32_t *rows, uint32_t *hits)
+{
+	uint64_t step = x->nrows > BACKOFF_SAMPLE_ROWS ? x->nrows / BACKOFF_SAMPLE_ROWS : 1;
+	struct pool *p = x->p;
+	uint64_t v;
+
+	*rows = *hits = 0;
+	for (uint64_t i = 0; i < x->nrows && *rows < BACKOFF_SAMPLE_ROWS; i += step) {
+		struct fp f = fingerprint_one((const unsigned char *)x->r->src + i * x->r->row, x->r->row);
+
+		pthread_mutex_lock(&p->mu);
+		*hits += index_lookup(&p->ix, &f, &v) == 0;
+		pthread_mutex_unlock(&p->mu);
+		(*rows)++;
+	}
+	return pool_copy_plain(x);
+}
+
+/*
+ * Waits for all work in the pool's context so that slabs can be freed:
+ * cuCtxSynchronize, tried twice; when it keeps failing, a sync of every
+ * stream the pool put work on (and the legacy stream), when that set is
+ * known and complete. Returns 0 or -EIO. Called with both locks held.
+ */
+static int pool_quiesce(struct pool *p)
+{
+	int err;
+
+	if (device_sync(p->dev) == 0 || device_sync(p->dev) == 0)
+		return 0;
+	pool_fault();
+	if (p->streams_unsafe)
+		return -EIO;
+	err = device_stream_sync(DEV_STREAM_LEGACY);
+	for (uint32_t i = 0; i < p->nstreams && !err; i++)
+		err = device_stream_sync(p->streams[i]);
+	if (err)
+		pool_fault();
+	return err ? -EIO : 0;
+}
+
+/* index_remove_if predicate: the value points into slab *(uint32_t *)arg. */
+static int pool_val_in_slab(uint64_t val, void *arg)
+{
+	return slab_val_id(val) == *(const uint32_t *)arg;
+}
+
+/*
+ * Frees slab id: its device memory first (a failed free keeps the slab
+ * whole and counts nothing), then its index entries, events and checks.
+ * why ("evicted", "displaced") goes in the verbose line. Returns 0 or -EIO.
+ * Called with both locks held, after pool_quiesce.
+ */
+static int pool_evict_slab(struct pool *p, uint32_t id, const char *why)
+{
+	struct slab *s = p->slabs[id];
+	char b[32];
+
+	if (device_mem_free(p->dev, s->base)) {
+		pool_fault();
+		log_verbose("could not free slab %u of device %d; it stays", id, p->dev);
+		return -EIO;
+	}
+	for (uint32_t i = 0; i < s->nsegs; i++) {
+		if (s->segs[i].ev)
+			pool_event_put(p, s->segs[i].ev);
+		if (s->segs[i].check)
+			pincheck_put(s->segs[i].check);     /* the sync ran its host function */
+	}
+	index_remove_if(&p->ix, pool_val_in_slab, &id);
+	p->bytes -= s->bytes;
+	stats_sub(ST_POOL_BYTES, s->bytes);
+	stats_sub(ST_POOL_SLABS, 1);
+	stats_sub(ST_ROWS_POOLED, s->pooled_rows);
+	log_verbose("%s slab %u (%s, %llu rows, priority %u) of device %d", why, id,
+		    log_bytes(b, sizeof(b), s->bytes), (unsigned long long)s->pooled_rows, s->prio, p->dev);
+	for (int i = 0; i < POOL_PRIOS; i++)
+		if (p->tail[i] == (int64_t)id)
+			p->tail[i] = -1;
+	p->slabs[id] = NULL;
+	slab_free(s);
+	return 0;
+}
+
+/*
+ * Frees the newest slab below the admission floor, to make room for rows
+ * of a higher priority. Takes both locks.
+ */
+static void pool_displace(struct pool *p)
+{
+	pthread_rwlock_wrlock(&p->evict_lock);
+	pthread_mutex_lock(&p->mu);
+	if (!p->displace)
+		goto out;
+	p->displace = 0;
+	for (int64_t id = (int64_t)p->nslabs - 1; id >= 0; id--) {
+		struct slab *s = p->slabs[id];
+		uint64_t bytes;
+
+		if (!s || s->prio >= p->floor)
+			continue;
+		if (pool_quiesce(p)) {
+			log_verbose("cannot synchronise device %d; no slab displaced", p->dev);
+			break;
+		}
+		bytes = s->bytes;
+		if (pool_evict_slab(p, (uint32_t)id, "displaced") == 0) {
+			stats_add(ST_POOL_DISPLACED_BYTES, bytes);
+			stats_add(ST_POOL_DISPLACED_SLABS, 1);
+			if (p->state == POOL_FULL)
+				pool_set_state(p, POOL_ACTIVE);
+		}
+		break;
+	}
+out:
+	pthread_mutex_unlock(&p->mu);
+	pthread_rwlock_unlock(&p->evict_lock);
+}
+
+/* The full path: fingerprint, plan, issue, publish. Returns what pool_copy returns. */
+static int pool_copy_full(struct pool_copy_ctx *x)
+{
+	struct pool *p = x->p;
+	const struct pool_request *r = x->r;
+	int err, can_admit, event;
+
+	pool_fingerprint(x);
+	pthread_rwlock_rdlock(&p->evict_lock);
+	pthread_mutex_lock(&p->mu);
+	err = pool_plan(x);
+	if (!err)
+		pool_whatif_hits(x);
+	pthread_mutex_unlock(&p->mu);
+
+	/* Rows the pool did not serve feed the what-if curve; the positions of
+	 * captured rows go into their slab's range when they are published. */
+	{
+		uint8_t skip_stack[POOL_STACK_ROWS];
+		uint8_t *skip = x->nrows <= POOL_STACK_ROWS ? skip_stack : malloc(x->nrows);
+
+		if (skip) {
+			for (uint64_t i = 0; i < x->nrows; i++)
+				skip[i] = x->plan[i].kind == PLAN_HIT;
+			whatif_observe(x->fps, skip, x->nrows, r->row, x->vals);
+			if (skip != skip_stack)
+				free(skip);
+		} else {
+			memset(x->vals, 0, x->nrows * sizeof(*x->vals));
+		}
+	}
+
+	if (!err)
+		err = pool_issue(x);
+	if (!err && r->verify && x->captures)
+		err = pool_check_queue(x);
+	pthread_mutex_lock(&p->mu);
+	pool_publish(x, err == POOL_DONE);
+	can_admit = pool_can_admit(p);
+	event = backoff_full(&p->backoff, can_admit, r->n, err == POOL_DONE ? x->hits * r->row : 0);
+	if (event) {
+		stats_add(ST_BACKOFF_EVENTS, 1);
+		stats_set_stood_down(1);
+		stats_set_text(STATS_REASON, "rows did not repeat: pooling stood down after %llu copies; "
+			       "host-side random augmentation makes every epoch unique",
+			       (unsigned long long)p->matched_seen);
+		log_verbose("rows did not repeat in the last %d copies and the pool cannot admit more: "
+			    "pooling stands down (one copy in %d is sampled)", BACKOFF_WINDOW,
+			    BACKOFF_SAMPLE_EVERY);
+	}
+	pthread_mutex_unlock(&p->mu);
+	pthread_rwlock_unlock(&p->evict_lock);
+
+	if (err == POOL_REDELIVER) {
+		/* Every row not yet sent host-to-device goes the plain way, stream-ordered
+		 * after whatever the pool enqueued, so it overwrites it. */
+		stats_add(ST_FALLBACKS, 1);
+		err = x->misses_sent ? pool_send_rows(x, 1) : pool_send(x, 0, x->nrows);
+		if (err)
+			return err;
+		stats_add(ST_ROWS_SEEN, x->nrows);
+		stats_add(ST_ROWS_MISSES, x->nrows);
+		stats_add(ST_BYTES_H2D, r->n);
+		return 0;
+	}
+	if (err > 0)
+		return err;
+	if (err == POOL_CAPTURE_LOST)
+		stats_add(ST_FALLBACKS, 1);
+	stats_add(ST_ROWS_SEEN, x->nrows);
+	stats_add(ST_ROWS_HITS, x->hits);
+	stats_add(ST_ROWS_MISSES, x->misses);
+	stats_add(ST_ROWS_CAPTURED, x->captures);
+	stats_add(ST_ROWS_POOLED, x->captures);
+	stats_add(ST_BYTES_SERVED, x->hits * r->row);
+	stats_add(ST_BYTES_H2D, x->misses * r->row);
+	stats_add(ST_BYTES_CAPTURED, x->captures * r->row);
 	return 0;
 }
 
 int pool_copy(struct pool *p, const struct pool_request *r)
 {
-	struct pool_copy_ctx x = { .p = p, .r = r, .nrows = r->n / r->row };
+	struct pool_copy_ctx x = { .p = p, .r = r, .nrows = r->n / r->row, .open_slab = -1, .open_seg = -1 };
 	struct fp fps_stack[POOL_STACK_ROWS];
 	struct plan plan_stack[POOL_STACK_ROWS];
+	uint64_t vals_stack[POOL_STACK_ROWS];
+	uint8_t found_stack[POOL_STACK_ROWS];
 	uint64_t t0 = pool_now_ns();
-	enum pool_state state;
-	int err;
+	enum backoff_route route;
+	int observe, err, retired;
+	uint32_t srows, shits;
 
 	pthread_mutex_lock(&p->mu);
 	p->matched_seen++;
 	if (r->n > p->largest_copy)
 		p->largest_copy = r->n;
-	/* An explicit size needs no measurement of the program's own use:
-	 * decide at the first matched copy. Otherwise wait for the probe point. */
-	if (!p->decided && (p->matched_seen > pool_cfg->probe_after ||
-			    pool_cfg->budget_kind == BUDGET_BYTES))
+	if (!pool_cfg->dry && !p->decided && !p->retired && pool_probe_due(p))
 		pool_probe(p);
-	state = p->state;
+	retired = p->retired;
+	observe = pool_cfg->dry || !p->decided || p->state == POOL_DORMANT;
+	if (pool_cfg->dry || !p->decided) {
+		route = BACKOFF_FULL;
+	} else {
+		int was_down = p->backoff.down;
+
+		route = backoff_route(&p->backoff, pool_can_admit(p));
+		if (was_down && !p->backoff.down)
+			stats_set_stood_down(0);        /* the pool can admit again */
+	}
 	pthread_mutex_unlock(&p->mu);
 
 	stats_add(ST_MATCHED_CALLS, 1);
-	if (state == POOL_DORMANT || state == POOL_OFF) {
-		err = pool_copy_plain(r, x.nrows, &x.h2d_ns);
+	if (retired || route == BACKOFF_PASS) {
+		if (!retired)
+			stats_add(ST_STOOD_DOWN_CALLS, 1);
+		err = pool_copy_plain(&x);
+		goto out;
+	}
+	if (route == BACKOFF_SAMPLE) {
+		stats_add(ST_STOOD_DOWN_CALLS, 1);
+		err = pool_copy_sample(&x, &srows, &shits);
+		pthread_mutex_lock(&p->mu);
+		if (backoff_sample(&p->backoff, srows, shits)) {
+			stats_set_stood_down(0);
+			stats_set_text(STATS_REASON, "%s", "");
+			log_verbose("sampled rows repeat again: pooling resumes");
+		}
+		pthread_mutex_unlock(&p->mu);
 		goto out;
 	}
 
 	x.fps = x.nrows <= POOL_STACK_ROWS ? fps_stack : malloc(x.nrows * sizeof(*x.fps));
+	if (!x.fps) {
+		err = pool_copy_plain(&x);
+		goto out;
+	}
+	if (observe) {
+		err = pool_copy_observe(&x);
+		if (!err && p->decided && !pool_cfg->dry) {
+			pthread_mutex_lock(&p->mu);
+			backoff_full(&p->backoff, 0, r->n, 0);
+			pthread_mutex_unlock(&p->mu);
+		}
+		goto out_free;
+	}
 	x.plan = x.nrows <= POOL_STACK_ROWS ? plan_stack : malloc(x.nrows * sizeof(*x.plan));
-	if (!x.fps || !x.plan) {
-		err = pool_copy_plain(r, x.nrows, &x.h2d_ns);
+	x.vals = x.nrows <= POOL_STACK_ROWS ? vals_stack : malloc(x.nrows * sizeof(*x.vals));
+	x.found = x.nrows <= POOL_STACK_ROWS ? found_stack : malloc(x.nrows);
+	if (!x.plan || !x.vals || !x.found) {
+		err = pool_copy_plain(&x);
 		goto out_free;
 	}
-	stats_add(ST_TIME_FINGERPRINT_NS, fingerprint_rows(r->src, r->row, x.nrows, x.fps));
-
-	pthread_rwlock_rdlock(&p->evict_lock);
-	pthread_mutex_lock(&p->mu);
-	err = pool_plan(&x);
-	pthread_mutex_unlock(&p->mu);
-	if (!err)
-		err = pool_issue(&x);
-	if (!err && r->verify && x.captures)
-		err = pool_verify_queue(&x);
-
-	pthread_mutex_lock(&p->mu);
-	pool_publish(&x, err == 0);
-	/* A queued check that no segment took (every event record failed) is
-	 * left to its host function, which may still read it: not freed. */
-	pthread_mutex_unlock(&p->mu);
-	pthread_rwlock_unlock(&p->evict_lock);
-
-	if (err == -1) {
-		/* A hit could not be issued: deliver everything the plain way. The
-		 * plain copy is stream-ordered after anything already enqueued, so
-		 * it overwrites every row. */
-		stats_add(ST_FALLBACKS, 1);
-		err = pool_copy_plain(r, x.nrows, &x.h2d_ns);
-		goto out_free;
-	}
-	if (err > 0)
-		goto out_free;          /* the program's own copy failed */
-	if (err == -2)
-		stats_add(ST_FALLBACKS, 1);
-	err = 0;
-	stats_add(ST_ROWS_SEEN, x.nrows);
-	stats_add(ST_ROWS_HITS, x.hits);
-	stats_add(ST_ROWS_MISSES, x.misses);
-	stats_add(ST_ROWS_CAPTURED, x.captures);
-	stats_add(ST_ROWS_POOLED, x.captures);
-	stats_add(ST_BYTES_SERVED, x.hits * r->row);
-	stats_add(ST_BYTES_H2D, x.misses * r->row);
-	stats_add(ST_BYTES_CAPTURED, x.captures * r->row);
+	err = pool_copy_full(&x);
+	if (p->displace)
+		pool_displace(p);
 
 out_free:
 	if (x.fps != fps_stack)
 		free(x.fps);
 	if (x.plan != plan_stack)
 		free(x.plan);
+	if (x.vals != vals_stack)
+		free(x.vals);
+	if (x.found != found_stack)
+		free(x.found);
 out:
 	stats_add(ST_TIME_SHIM_NS, pool_now_ns() - t0 - x.h2d_ns);
-	if (log_is_verbose())
-		pool_telemetry();
 	return err;
-}
-
-static int pool_val_in_slab(uint64_t val, void *arg)
-{
-	const uint32_t *id_bits = arg;
-
-	return (val >> id_bits[1]) == id_bits[0];
-}
-
-/* Frees slab id: its index entries, events and device memory. Called with both locks held. */
-static void pool_evict_slab(struct pool *p, uint32_t id)
-{
-	struct slab *s = p->slabs[id];
-	uint32_t arg[2] = { id, p->row_bits };
-	char b[32];
-
-	index_remove_if(&p->ix, pool_val_in_slab, arg);
-	for (uint32_t i = 0; i < s->nsegs; i++) {
-		if (s->segs[i].ev)
-			pool_event_put(p, s->segs[i].ev);
-		pool_verify_put(&s->segs[i]);   /* the sync before eviction ran its host function */
-	}
-	device_mem_free(p->dev, s->base);
-	p->bytes -= s->bytes;
-	stats_sub(ST_POOL_BYTES, s->bytes);
-	stats_sub(ST_POOL_SLABS, 1);
-	stats_sub(ST_ROWS_POOLED, s->pooled);
-	stats_add(ST_POOL_EVICTIONS, 1);
-	stats_add(ST_POOL_EVICTED_BYTES, s->bytes);
-	log_verbose("evicted slab %u (%s, %u rows) of device %d", id, log_bytes(b, sizeof(b), s->bytes),
-		    s->pooled, p->dev);
-	free(s->segs);
-	free(s);
-	p->slabs[id] = NULL;
-	for (int c = 0; c < p->nclasses; c++)
-		if (p->classes[c].tail == (int64_t)id)
-			p->classes[c].tail = -1;
 }
 
 int pool_reclaim(int dev, uint64_t need)
@@ -963,10 +1253,10 @@ int pool_reclaim(int dev, uint64_t need)
 
 	pthread_rwlock_wrlock(&p->evict_lock);
 	pthread_mutex_lock(&p->mu);
-	if (p->bytes == 0)
+	if (p->bytes == 0 || p->retired)
 		goto out;
 	/* Every read and capture of a slab is work in this context. */
-	if (device_sync(p->dev)) {
+	if (pool_quiesce(p)) {
 		log_verbose("cannot synchronise device %d; no slab freed", p->dev);
 		evicted = -EIO;
 		goto out;
@@ -978,12 +1268,20 @@ int pool_reclaim(int dev, uint64_t need)
 			continue;
 		if (evicted > 0 && device_mem_info(p->dev, &free_bytes, &total) == 0 && free_bytes >= need)
 			break;
-		pool_evict_slab(p, (uint32_t)id);
-		evicted++;
+		free_bytes = p->slabs[id]->bytes;
+		if (pool_evict_slab(p, (uint32_t)id, "evicted") == 0) {
+			evicted++;
+			stats_add(ST_POOL_EVICTIONS, 1);
+			stats_add(ST_POOL_EVICTED_BYTES, free_bytes);
+		}
 	}
+	if (evicted == 0)
+		goto out;
 	p->budget = p->bytes;
 	stats_set(ST_POOL_BUDGET, p->budget);
 	pool_set_state(p, POOL_LATCHED);
+	stats_set_text(STATS_REASON, "latched: %d slabs were given back to the program under memory "
+		       "pressure; nothing new is admitted", evicted);
 	log_verbose("memory pressure on device %d: evicted %d slabs; budget latched at %s", dev, evicted,
 		    log_bytes(b, sizeof(b), p->budget));
 out:
@@ -999,15 +1297,15 @@ static void pool_free(struct pool *p, int release_device)
 
 		if (!s)
 			continue;
-		if (release_device) {
-			for (uint32_t i = 0; i < s->nsegs; i++)
+		for (uint32_t i = 0; i < s->nsegs; i++) {
+			if (release_device)
 				device_event_free(s->segs[i].ev);
-			device_mem_free(p->dev, s->base);
+			if (s->segs[i].check)
+				pincheck_put(s->segs[i].check);
 		}
-		for (uint32_t i = 0; i < s->nsegs; i++)
-			pool_verify_put(&s->segs[i]);
-		free(s->segs);
-		free(s);
+		if (release_device)
+			device_mem_free(p->dev, s->base);
+		slab_free(s);
 	}
 	if (release_device)
 		for (uint32_t i = 0; i < p->nfree_events; i++)
@@ -1026,7 +1324,6 @@ void pool_atfork_child(void)
 		 * here; their device memory is the parent's. Drop them unused. */
 		pool_table[i] = NULL;
 	}
-	atomic_store(&pool_last_report_ns, 0);
 }
 
 void pool_shutdown(void)

@@ -1,8 +1,8 @@
 /*
  * pool: the VRAM sample pool of one device: slabs of device memory holding
  * rows seen before, the index from fingerprints to slab rows, capture at
- * delivery, gather of hits, the one-shot budget probe and eviction under
- * memory pressure.
+ * delivery, gather of hits, the one-shot budget probe, eviction under
+ * memory pressure, displacement by priority and the back-off.
  *
  * Invariants:
  * - A row is admitted only by copying it device-to-device out of the
@@ -12,19 +12,32 @@
  *   is complete or the serving stream waits for it; a row whose capture is
  *   still being issued by another thread is a miss.
  * - Slabs are filled in consumption order and never rewritten; they are
- *   freed only under memory pressure, newest first, after all work in the
- *   device's context (which includes every read of them) has finished.
- *   After an eviction the budget latches: nothing new is admitted.
+ *   freed only under memory pressure (newest first) or to make room for
+ *   rows of a higher priority (lower priorities, newest first), after all
+ *   work in the device's context (which includes every read of them) has
+ *   finished. After an eviction under memory pressure the budget latches:
+ *   nothing new is admitted.
+ * - Budget (budget.h): any budget of at least one row is honoured; rows of
+ *   every matched spec share it (slabs are byte-addressed, slab.h); the
+ *   pool is full only when no row of any matched spec can be admitted.
+ * - Priorities: a row of priority P that the budget cannot admit makes the
+ *   pool free a slab holding only rows of a lower priority (newest first)
+ *   and stop admitting rows below P from then on, so lower priorities only
+ *   get budget that no higher-priority row needs.
  * - Rows captured from a pinned source that the stream reads later than the
- *   call are not served until a host function queued behind the capture
- *   has fingerprinted the source again and found it unchanged; if it
- *   changed, the rows are dropped (never served under the old fingerprint).
- * - If the pool's own device work fails, the program still gets its bytes:
- *   when a hit cannot be issued the whole copy is delivered again with the
- *   program's plain host-to-device copy; when a capture cannot be issued
- *   (or checked), its rows are dropped from the index. The program never
- *   receives a wrong byte and never sees an error the plain copy would not
- *   give.
+ *   call are not served until their run-time check (pincheck.h) found the
+ *   source unchanged; if it changed, the rows are dropped.
+ * - The pool's own failures never reach the program. When a hit cannot be
+ *   issued, every row not yet delivered host-to-device is delivered with
+ *   the program's plain host-to-device copy (stream-ordered after whatever
+ *   the pool enqueued, so it overwrites it); when a capture cannot be
+ *   issued (or checked), its rows are dropped from the index. The program
+ *   gets exactly the bytes and the status the plain copy would give, and
+ *   requested == h2d + served_from_pool still holds. A transient failure
+ *   (a slab allocation, the probe) is retried later with back-off, not
+ *   cached for the rest of the run.
+ * - Dry runs (VRAMPOOL=dry) fingerprint and feed the what-if curve only:
+ *   no device memory, no device work of the pool's own.
  *
  * Locking: a per-pool mutex guards the index and slab bookkeeping; an
  * rwlock is held shared by every copy from lookup to the last enqueue that
@@ -35,6 +48,7 @@
 
 #include <stdint.h>
 
+#include "budget.h"
 #include "config.h"
 #include "device.h"
 
@@ -46,26 +60,32 @@ struct pool_request {
 	const void *src;        /* host memory, n bytes, read now */
 	uint64_t n;             /* a multiple of row, n >= row */
 	uint64_t row;
+	unsigned prio;          /* the matched spec's priority */
 	dev_stream stream;      /* the handle the driver should see (0x2 for a per-thread stream) */
 	/*
 	 * Delivers bytes [off, off + len) of the request host-to-device with
-	 * the program's own entry point and stream. Returns 0 or the runtime's
-	 * error code (positive).
+	 * the program's own entry point, asynchronously on the program's
+	 * stream. Returns 0 or the entry point's own error code (positive: a
+	 * cudaError_t or a CUresult), which pool_copy passes back unchanged.
 	 */
 	int (*h2d)(void *arg, uint64_t off, uint64_t len);
 	void *arg;
 	/*
 	 * Set when the source is pinned and the stream may run the copy later
-	 * than now: CUDA reads a pinned source when the copy runs, so the
-	 * program may still change it in stream order (a host function queued
-	 * before the copy). Rows captured from such a copy are fingerprinted
-	 * again when the copy has run, and dropped if the source changed.
+	 * than now (pincheck.h).
 	 */
 	int verify;
 };
 
 /* Remembers the configuration the pools use; called once before pool_get. */
 void pool_setup(const struct config *c);
+
+/*
+ * Sets the layout the pools match (the automatic layout, found after
+ * start): its smallest row bounds admission. Called before the first copy
+ * of that layout reaches a pool; a pool created before keeps working.
+ */
+void pool_set_layout(const struct layout *l);
 
 /*
  * Returns device dev's pool for the context whose id is ctx_id (0: unknown),
@@ -80,8 +100,8 @@ struct pool *pool_get(int dev, uint64_t ctx_id);
 /*
  * Delivers one matched copy: hits from slabs, misses host-to-device, new
  * rows captured while the budget allows. Updates every row and byte
- * counter. Returns 0, or the runtime error of the program's own copy
- * (positive), exactly what the plain copy would have returned.
+ * counter. Returns 0, or the error of the program's own copy (positive),
+ * exactly what the plain copy would have returned.
  */
 int pool_copy(struct pool *p, const struct pool_request *r);
 
@@ -91,16 +111,9 @@ int pool_copy(struct pool *p, const struct pool_request *r);
  * then more until the device reports need bytes free or the pool is
  * empty, and latches the budget. Returns the number of slabs evicted, 0
  * when there was nothing to evict, or a negative errno (the pool could not
- * safely free anything).
+ * safely free anything: said under VRAMPOOL_VERBOSE).
  */
 int pool_reclaim(int dev, uint64_t need);
-
-/*
- * The probe's arithmetic: the budget for free bytes at the probe and the
- * largest matched copy seen, under c. Returns 0 when that leaves less than
- * one slab (the pool stays dormant for good).
- */
-uint64_t pool_budget_decide(const struct config *c, uint64_t free_bytes, uint64_t largest_copy);
 
 /* In a forked child: forget every pool (the parent's device memory is not ours). */
 void pool_atfork_child(void);

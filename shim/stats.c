@@ -161,6 +161,16 @@ void stats_set_state(enum pool_state s)
 	atomic_store_explicit(&stats_global.state, (int)s, memory_order_relaxed);
 }
 
+void stats_set_probe_decided(void)
+{
+	atomic_store(&stats_global.probe_decided, 1);
+}
+
+void stats_set_stood_down(int down)
+{
+	atomic_store(&stats_global.stood_down, down != 0);
+}
+
 enum pool_state stats_state(void)
 {
 	return (enum pool_state)atomic_load_explicit(&stats_global.state, memory_order_relaxed);

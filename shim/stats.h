@@ -158,6 +158,12 @@ void stats_set_text(enum stats_text which, const char *fmt, ...) __attribute__((
 void stats_get_text(enum stats_text which, char *buf, size_t len);
 
 void stats_set_state(enum pool_state s);
+
+/* Marks the one-shot probe as decided (probe.decided). */
+void stats_set_probe_decided(void);
+
+/* Sets whether pooling stands down now (pool.stood_down). */
+void stats_set_stood_down(int down);
 enum pool_state stats_state(void);
 const char *stats_state_name(enum pool_state s);
 

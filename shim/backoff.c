@@ -1,0 +1,79 @@
+/*
+ * backoff: the stand-down and resume rules of backoff.h.
+ */
+#include "backoff.h"
+
+#include <string.h>
+
+/* Back to pooling: a fresh window, no samples pending. */
+static void backoff_resume(struct backoff *b)
+{
+	b->down = 0;
+	b->win_copies = 0;
+	b->win_bytes = 0;
+	b->win_hit_bytes = 0;
+	b->skipped = 0;
+	b->sample_rows = 0;
+	b->sample_hits = 0;
+}
+
+enum backoff_route backoff_route(struct backoff *b, int can_admit)
+{
+	if (!b->down)
+		return BACKOFF_FULL;
+	if (can_admit) {
+		backoff_resume(b);
+		return BACKOFF_FULL;
+	}
+	if (++b->skipped >= BACKOFF_SAMPLE_EVERY) {
+		b->skipped = 0;
+		return BACKOFF_SAMPLE;
+	}
+	return BACKOFF_PASS;
+}
+
+int backoff_full(struct backoff *b, int can_admit, uint64_t bytes, uint64_t hit_bytes)
+{
+	if (b->down)
+		return 0;
+	if (can_admit) {
+		b->win_copies = 0;
+		b->win_bytes = 0;
+		b->win_hit_bytes = 0;
+		return 0;
+	}
+	b->win_copies++;
+	b->win_bytes += bytes;
+	b->win_hit_bytes += hit_bytes;
+	if (b->win_copies < BACKOFF_WINDOW)
+		return 0;
+	/* Under 1% of the window's bytes came from the pool: stand down. */
+	if (b->win_hit_bytes * 100 < b->win_bytes) {
+		backoff_resume(b);
+		b->down = 1;
+		b->stand_downs++;
+		return 1;
+	}
+	/* Judge the next window afresh. */
+	b->win_copies = 0;
+	b->win_bytes = 0;
+	b->win_hit_bytes = 0;
+	return 0;
+}
+
+int backoff_sample(struct backoff *b, uint32_t rows, uint32_t hits)
+{
+	if (!b->down)
+		return 0;
+	b->sample_rows += rows;
+	b->sample_hits += hits;
+	if (b->sample_rows < BACKOFF_RESUME_ROWS)
+		return 0;
+	if ((uint64_t)b->sample_hits * 50 >= b->sample_rows) {
+		backoff_resume(b);
+		return 1;
+	}
+	b->sample_rows = 0;
+	b->sample_hits = 0;
+	return 0;
+}

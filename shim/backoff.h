@@ -1,0 +1,58 @@
+/*
+ * backoff: when to stop fingerprinting because the pool cannot help, and
+ * when to start again (issue 8, "never slower").
+ *
+ * The pool pays host time for every row it fingerprints. That pays off
+ * only if rows repeat and the pool holds them. When the pool can admit
+ * nothing more (full, latched, or a budget below one row) and the rows of
+ * the last BACKOFF_WINDOW copies hit in under 1% of their bytes (rows that
+ * never repeat: random crops, flips, float normalisation on the host),
+ * pooling stands down: matched copies go straight through, counted but not
+ * fingerprinted. One copy in BACKOFF_SAMPLE_EVERY is still sampled: a few
+ * of its rows (BACKOFF_SAMPLE_ROWS, spread over the copy) are fingerprinted
+ * and looked up, nothing else. When 2% or more of the last
+ * BACKOFF_RESUME_ROWS sampled rows were in the pool (a new phase, a
+ * dataset that does repeat after all), pooling resumes. A pool that can
+ * admit again (after a device reset, say) resumes at once.
+ *
+ * Pure state machine: the pool holds one per device, under its lock.
+ */
+#ifndef VRAMPOOL_BACKOFF_H
+#define VRAMPOOL_BACKOFF_H
+
+#include <stdint.h>
+
+#define BACKOFF_WINDOW 32               /* copies judged before standing down */
+#define BACKOFF_SAMPLE_EVERY 16         /* while down: one copy in this many is sampled */
+#define BACKOFF_SAMPLE_ROWS 4           /* rows fingerprinted in a sampled copy */
+#define BACKOFF_RESUME_ROWS 64          /* sampled rows judged before resuming */
+
+struct backoff {
+	int down;                       /* pooling stood down */
+	uint32_t win_copies;            /* full-path copies since the pool could last admit */
+	uint64_t win_bytes, win_hit_bytes;
+	uint32_t skipped;               /* copies passed straight since the last sample */
+	uint32_t sample_rows, sample_hits; /* the current judgement of samples */
+	uint64_t stand_downs;           /* times pooling stood down */
+};
+
+enum backoff_route {
+	BACKOFF_FULL,                   /* fingerprint, look up, serve, capture */
+	BACKOFF_SAMPLE,                 /* stood down: fingerprint a few rows, look them up */
+	BACKOFF_PASS,                   /* stood down: straight through */
+};
+
+/* Decides what to do with the next matched copy; can_admit as in backoff_full. */
+enum backoff_route backoff_route(struct backoff *b, int can_admit);
+
+/*
+ * Records a copy that took the full path: bytes matched, hit_bytes served.
+ * can_admit says whether the pool can still admit rows. Returns 1 when
+ * pooling just stood down, else 0.
+ */
+int backoff_full(struct backoff *b, int can_admit, uint64_t bytes, uint64_t hit_bytes);
+
+/* Records a sampled copy: rows looked up, hits found. Returns 1 when pooling just resumed. */
+int backoff_sample(struct backoff *b, uint32_t rows, uint32_t hits);
+
+#endif

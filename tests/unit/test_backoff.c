@@ -1,0 +1,102 @@
+/*
+ * Unit tests of the back-off (backoff.h): when pooling stands down and
+ * when it comes back. Pure: no device.
+ */
+#include <CUnit/Basic.h>
+#include <string.h>
+
+#include "backoff.h"
+
+/* Feeds n full-path copies of 100 bytes with hit bytes each. Returns stand-downs seen. */
+static int t_full(struct backoff *b, int can_admit, int n, uint64_t hit)
+{
+	int events = 0;
+
+	for (int i = 0; i < n; i++) {
+		CU_ASSERT_EQUAL(backoff_route(b, can_admit), BACKOFF_FULL);
+		events += backoff_full(b, can_admit, 100, hit);
+	}
+	return events;
+}
+
+static void test_stands_down(void)
+{
+	struct backoff b;
+
+	memset(&b, 0, sizeof(b));
+	/* while the pool can admit, nothing repeating does not matter: it fills */
+	CU_ASSERT_EQUAL(t_full(&b, 1, 100, 0), 0);
+	/* full: a window of copies without hits stands down once */
+	CU_ASSERT_EQUAL(t_full(&b, 0, BACKOFF_WINDOW - 1, 0), 0);
+	CU_ASSERT_EQUAL(backoff_route(&b, 0), BACKOFF_FULL);
+	CU_ASSERT_EQUAL(backoff_full(&b, 0, 100, 0), 1);
+	CU_ASSERT_TRUE(b.down);
+	CU_ASSERT_EQUAL(b.stand_downs, 1);
+}
+
+static void test_hits_keep_pooling(void)
+{
+	struct backoff b;
+
+	memset(&b, 0, sizeof(b));
+	/* 2% of bytes from the pool: keep pooling */
+	CU_ASSERT_EQUAL(t_full(&b, 0, 10 * BACKOFF_WINDOW, 2), 0);
+	CU_ASSERT_FALSE(b.down);
+}
+
+static void test_samples_and_resumes(void)
+{
+	struct backoff b;
+	int samples = 0, passes = 0;
+
+	memset(&b, 0, sizeof(b));
+	t_full(&b, 0, BACKOFF_WINDOW, 0);
+	CU_ASSERT_TRUE_FATAL(b.down);
+	for (int i = 0; i < 10 * BACKOFF_SAMPLE_EVERY; i++) {
+		enum backoff_route r = backoff_route(&b, 0);
+
+		samples += r == BACKOFF_SAMPLE;
+		passes += r == BACKOFF_PASS;
+		if (r == BACKOFF_SAMPLE)
+			CU_ASSERT_EQUAL(backoff_sample(&b, BACKOFF_SAMPLE_ROWS, 0), 0);
+	}
+	CU_ASSERT_EQUAL(samples, 10);
+	CU_ASSERT_EQUAL(passes, 10 * BACKOFF_SAMPLE_EVERY - 10);
+	CU_ASSERT_TRUE(b.down);
+	/* the rows come back: enough sampled hits resume pooling */
+	for (int i = 0; b.down && i < 100 * BACKOFF_SAMPLE_EVERY; i++)
+		if (backoff_route(&b, 0) == BACKOFF_SAMPLE)
+			backoff_sample(&b, BACKOFF_SAMPLE_ROWS, 1);
+	CU_ASSERT_FALSE(b.down);
+	CU_ASSERT_EQUAL(backoff_route(&b, 0), BACKOFF_FULL);
+}
+
+static void test_admit_again_resumes(void)
+{
+	struct backoff b;
+
+	memset(&b, 0, sizeof(b));
+	t_full(&b, 0, BACKOFF_WINDOW, 0);
+	CU_ASSERT_TRUE_FATAL(b.down);
+	CU_ASSERT_EQUAL(backoff_route(&b, 1), BACKOFF_FULL);
+	CU_ASSERT_FALSE(b.down);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	int failed;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	s = CU_add_suite("backoff", NULL, NULL);
+	CU_add_test(s, "a full pool whose rows never hit stands down after one window", test_stands_down);
+	CU_add_test(s, "a full pool that serves 2% of bytes keeps pooling", test_hits_keep_pooling);
+	CU_add_test(s, "a stood-down pool samples one copy in N and resumes when rows repeat", test_samples_and_resumes);
+	CU_add_test(s, "a pool that can admit again resumes at once", test_admit_again_resumes);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failed = (int)CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return failed ? 1 : 0;
+}
