@@ -41,9 +41,12 @@ struct fc_api_slot {
 static struct fc_api_slot api_slots[FC_API_SLOTS];
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* One FAKECUDA_FAIL item: NAME@N fails calls N, N+1, ...; NAME#N only
+ * call N. */
 struct fc_fail {
 	char name[64];
-	unsigned long long from;
+	unsigned long long n;
+	int only;
 };
 static struct fc_fail fails[FC_FAIL_MAX];
 static int nfails;
@@ -116,7 +119,8 @@ int fc_api_enter(const char *name)
 	if (fc.cfg.call_us)
 		spin_us(fc.cfg.call_us);
 	for (i = 0; i < nfails; i++) {
-		if (strcmp(fails[i].name, name) == 0 && n >= fails[i].from) {
+		if (strcmp(fails[i].name, name) == 0 &&
+		    (fails[i].only ? n == fails[i].n : n >= fails[i].n)) {
 			atomic_fetch_add(&fc_cnt.injected_faults, 1);
 			return 1;
 		}
@@ -149,30 +153,33 @@ static size_t parse_size(const char *s)
 	return *end ? 0 : (size_t)v;
 }
 
+/* Parses FAKECUDA_FAIL: a comma-separated list of NAME (every call fails),
+ * NAME@N (calls from the Nth on) and NAME#N (the Nth call only; repeat the
+ * item for several N). N counts from 1; 0 or garbage is read as 1. */
 static void parse_fail(const char *spec)
 {
 	const char *p = spec;
 
 	nfails = 0;
 	while (*p && nfails < FC_FAIL_MAX) {
-		size_t len = strcspn(p, ",@");
+		size_t len = strcspn(p, ",@#");
 		struct fc_fail *f = &fails[nfails];
 
 		if (len && len < sizeof(f->name)) {
 			memcpy(f->name, p, len);
 			f->name[len] = '\0';
-			f->from = 1;
+			f->n = 1;
+			f->only = 0;
 			p += len;
-			if (*p == '@') {
-				f->from = strtoull(p + 1, NULL, 10);
-				if (!f->from)
-					f->from = 1;
-				p += strcspn(p, ",");
+			if (*p == '@' || *p == '#') {
+				f->only = *p == '#';
+				f->n = strtoull(p + 1, NULL, 10);
+				if (!f->n)
+					f->n = 1;
 			}
 			nfails++;
-		} else {
-			p += len;
 		}
+		p += strcspn(p, ",");
 		if (*p == ',')
 			p++;
 	}

@@ -149,7 +149,8 @@ void fc_init(void);
 /* Returns the calling thread's state, reset if it predates a fork. */
 struct fc_tls *fc_tls_get(void);
 /* Counts a call of the API function NAME, spins FAKECUDA_CALL_US, and
- * returns 1 when FAKECUDA_FAIL says this call must fail. */
+ * returns 1 when FAKECUDA_FAIL says this call must fail (NAME, NAME@N:
+ * the Nth call on; NAME#N: the Nth only), counting it in injected_faults. */
 int fc_api_enter(const char *name);
 /* Classifies [p, p+n): returns the kind; for FC_DEVICE checks that the range
  * lies inside one allocation (else -EINVAL), sets *dev when not NULL. */
