@@ -212,6 +212,15 @@ static void read_config(void)
 		fc.cfg.call_us = (unsigned)strtoul(v, NULL, 10);
 	if ((v = getenv("FAKECUDA_FAIL")))
 		parse_fail(v);
+	fc.cfg.kernel = FC_KERNEL_OK;
+	if ((v = getenv("FAKECUDA_KERNEL")) && *v) {
+		if (strcmp(v, "broken") == 0)
+			fc.cfg.kernel = FC_KERNEL_BROKEN;
+		else if (strcmp(v, "none") == 0)
+			fc.cfg.kernel = FC_KERNEL_NONE;
+		else if (strcmp(v, "ok") != 0)
+			fprintf(stderr, "fakecuda: FAKECUDA_KERNEL=%s is not ok, broken or none; using ok\n", v);
+	}
 }
 
 /* Creates the arena of device D: a memfd mapped no-access and read-write. */
@@ -693,7 +702,8 @@ int fc_host_flags(const void *p, unsigned *flags)
 	X(h2d_bytes) X(h2d_calls) X(d2d_bytes) X(d2d_calls) X(d2h_bytes) \
 	X(d2h_calls) X(h2h_bytes) X(h2h_calls) X(memset_bytes) X(memset_calls) \
 	X(alloc_bytes) X(peak_alloc) X(alloc_calls) X(free_calls) X(oom_errors) \
-	X(injected_faults) X(graph_nodes_captured) X(graph_launches)
+	X(injected_faults) X(graph_nodes_captured) X(graph_launches) \
+	X(kernel_launches) X(kernel_bytes) X(kernel_faults)
 
 FC_API unsigned long long fakecuda_counter(const char *name)
 {
@@ -797,6 +807,7 @@ static void fork_child(void)
 #undef X
 	fc_stream_forget();
 	fc_symbols_forget();
+	fc_kernel_forget();
 }
 
 __attribute__((constructor)) static void fc_constructor(void)
