@@ -32,8 +32,9 @@
 
 #ifdef GATHER_HOST
 #define GATHER_FN static
-typedef struct { uint32_t x, y, z, w; } gather_u4;
-typedef struct { uint32_t x, y; } gather_u2;
+/* The device's vector types, with their alignment (so UBSan checks it). */
+typedef struct { _Alignas(16) uint32_t x; uint32_t y, z, w; } gather_u4;
+typedef struct { _Alignas(8) uint32_t x; uint32_t y; } gather_u2;
 static uint32_t gather_funnel(uint32_t lo, uint32_t hi, uint32_t shift)
 {
 	return (uint32_t)((((uint64_t)hi << 32) | lo) >> shift);
