@@ -68,7 +68,8 @@ $(B)/shim/gather.ptx: shim/gather.cu shim/device.h | $(B)/shim
 		{ echo "// vrampool: made from shim/gather.cu by nvcc; .version $$v as written"; cat $@.nvcc; } >$@; \
 	fi; \
 	rm -f $@.nvcc $@.low; \
-	echo "gather.ptx: made by $(NVCC), $$(sed -n 's/^\.version //p' $@ | sed 's/^/.version /')"
+	echo "gather.ptx: made by $(NVCC), $$(sed -n 's/^\.version //p' $@ | sed 's/^/.version /')"; \
+	cmp -s $@ shim/gather.ptx || echo "gather.ptx: differs from the committed shim/gather.ptx (make ptx refreshes it)"
 else
 $(B)/shim/gather.ptx: shim/gather.ptx | $(B)/shim
 	@echo "gather.ptx: no nvcc at $(NVCC); embedding the committed copy shim/gather.ptx"

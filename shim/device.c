@@ -610,14 +610,17 @@ static int device_gather_launch(CUfunction fn, struct dev_gather_params *p, CUst
 					    args, NULL));
 }
 
-/* Writes the embedded PTX's ".version X.Y" into buf. */
-static void device_ptx_version(char *buf, size_t len)
+/* Writes the value of the embedded PTX's directive (".version", ".target") into buf. */
+static void device_ptx_directive(const char *directive, char *buf, size_t len)
 {
-	const char *v = strstr(vrampool_gather_ptx, "\n.version ");
+	char key[16];
+	const char *v;
 	size_t n = 0;
 
+	snprintf(key, sizeof(key), "\n%s ", directive);
+	v = strstr(vrampool_gather_ptx, key);
 	if (v) {
-		v++;
+		v += strlen(key);
 		while (v[n] && v[n] != '\n' && n + 1 < len)
 			n++;
 		memcpy(buf, v, n);
@@ -634,7 +637,7 @@ static int device_kernel_load(struct device_kernel *k, char *why, size_t len)
 {
 	CUfunction fn = NULL;
 	CUresult r;
-	char ver[32];
+	char ver[16], target[16];
 
 	if (!drv.module_load_data || !drv.module_get_function || !drv.module_unload || !drv.launch_kernel ||
 	    !drv.memset_d32_async || !drv.memset_d2d8_async || !drv.memcpy_dtoh_async) {
@@ -645,9 +648,11 @@ static int device_kernel_load(struct device_kernel *k, char *why, size_t len)
 	if (r != CUDA_SUCCESS) {
 		k->mod = NULL;
 		device_own(r);
-		device_ptx_version(ver, sizeof(ver));
-		snprintf(why, len, "did not load (cuModuleLoadData: %s; the embedded PTX says %s, "
-			 "which needs a driver for CUDA 12.1 or newer)", device_err_name(r), ver);
+		device_ptx_directive(".version", ver, sizeof(ver));
+		device_ptx_directive(".target", target, sizeof(target));
+		snprintf(why, len, "did not load (cuModuleLoadData: %s; the embedded PTX is .version %s, .target %s: "
+			 "it needs a CUDA 12.1 or newer driver and a GPU of that target or newer)",
+			 device_err_name(r), ver, target);
 		return r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : -ENOEXEC;
 	}
 	r = drv.module_get_function(&fn, k->mod, "vrampool_gather");
@@ -869,7 +874,7 @@ out_free_host:
  */
 static void device_kernel_try(int dev, struct device_kernel *k)
 {
-	char why[200] = "its context could not be made current";
+	char why[320] = "its context could not be made current";
 	int mode = device_capture_relax();
 	CUcontext prev;
 	uint64_t id = 0;
@@ -975,7 +980,7 @@ int device_gather(int dev, dev_ptr dst, uint64_t row, const struct dev_gather_en
 		return -EXDEV;
 	p = device_params_get();
 	if (!p)
-		return -ENOMEM;
+		return -EAGAIN;
 	p->dst = dst;
 	p->row = row;
 	p->pad = 0;

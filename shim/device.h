@@ -181,11 +181,13 @@ int device_gather_ready(int dev);
  * the legacy stream (NULL or DEV_STREAM_LEGACY) or the calling thread's
  * per-thread stream (DEV_STREAM_PER_THREAD). Each launch counts one in
  * pool.device_ops and pool.gather_launches. e is copied; the caller keeps it.
- * Returns 0; -ENOSYS (kernel not ready) or -EXDEV (the calling thread's
- * current context is not dev's primary context) with nothing enqueued; or
- * -EIO (or -ENOMEM) when a launch failed: launches before it may have run,
- * so the caller must treat the whole copy as failed (and a plain copy
- * enqueued on s afterwards overwrites whatever they wrote).
+ * Returns 0; or, with nothing enqueued (batched copies can still serve
+ * this copy), -ENOSYS (the kernel is not ready), -EXDEV (the calling
+ * thread's current context is not dev's primary context) or -EAGAIN (no
+ * host memory for the parameter block); or any other negative errno (-EIO,
+ * -ENOMEM) when a launch failed: launches before it may have run, so the
+ * caller must treat the whole copy as failed (and a plain copy enqueued on
+ * s afterwards overwrites whatever they wrote).
  */
 int device_gather(int dev, dev_ptr dst, uint64_t row, const struct dev_gather_entry *e, uint32_t n,
 		  dev_stream s);

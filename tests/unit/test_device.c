@@ -14,12 +14,15 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../fakecuda/check/harness.h"
 #include "device.h"
+#include "log.h"
 #include "stats.h"
 
 /* The kernel's body as plain C: gather_one and what it calls. */
@@ -190,6 +193,40 @@ static void t_open(void)
 	stats_reset(1, "");
 }
 
+/* Sends this child's stderr to a fresh file and turns VRAMPOOL_VERBOSE on. */
+static void t_verbose_to(char *path)
+{
+	int fd = mkstemp(path);
+
+	CHK(fd >= 0 && dup2(fd, 2) == 2);
+	close(fd);
+	log_set_verbose(1);
+}
+
+/* Returns how many lines of the file at path contain every one of the strings (NULL-terminated). */
+static int t_lines_with(const char *path, ...)
+{
+	char line[1024];
+	FILE *f = fopen(path, "r");
+	int n = 0;
+
+	CHK(f != NULL);
+	while (fgets(line, sizeof(line), f)) {
+		const char *want;
+		va_list ap;
+		int all = 1;
+
+		va_start(ap, path);
+		while ((want = va_arg(ap, const char *)))
+			all &= strstr(line, want) != NULL;
+		va_end(ap);
+		n += all;
+	}
+	fclose(f);
+	unlink(path);
+	return n;
+}
+
 static int t_gather_text_is(const char *want)
 {
 	char buf[64];
@@ -258,7 +295,10 @@ static void t_gather_case(uint64_t row, uint32_t dst_off, uint32_t n, unsigned s
 
 static void c_self_test_passes(void)
 {
+	char log[] = "/tmp/vrampool-test-device-XXXXXX";
+
 	t_open();
+	t_verbose_to(log);
 	CHK(device_gather_ready(0) == 1);
 	CHK(t_gather_text_is("kernel"));
 	CHK(counter("cuModuleLoadData") == 1);
@@ -271,6 +311,7 @@ static void c_self_test_passes(void)
 	for (int i = 0; i < 50; i++)
 		CHK(device_gather_ready(0) == 1);
 	CHK(counter("cuModuleLoadData") == 1 && counter("cuMemAlloc_v2") == 1);
+	CHK(t_lines_with(log, "vrampool: device 0: the gather kernel loaded and passed its self-test", NULL) == 1);
 }
 
 static void test_self_test_passes(void)
@@ -291,17 +332,28 @@ static void t_off_for_good(unsigned long long loads)
 
 static void c_broken_kernel(void)
 {
+	char log[] = "/tmp/vrampool-test-device-XXXXXX";
+
 	t_open();
+	t_verbose_to(log);
 	t_off_for_good(1);
 	CHK(stats_get(ST_POOL_FAULTS) == 1);
 	CHK(counter("alloc_bytes") == 0);
+	/* Said once, with why and what is used instead. */
+	CHK(t_lines_with(log, "vrampool: device 0: the gather kernel failed its self-test (byte ",
+			 "use batched copies instead", NULL) == 1);
 }
 
 static void c_no_module(void)
 {
+	char log[] = "/tmp/vrampool-test-device-XXXXXX";
+
 	t_open();
+	t_verbose_to(log);
 	t_off_for_good(1);
 	CHK(counter("cuLaunchKernel") == 0 && counter("cuMemAlloc_v2") == 0);
+	CHK(t_lines_with(log, "vrampool: device 0: the gather kernel did not load (cuModuleLoadData: CUDA_ERROR_",
+			 ".version 8.1, .target sm_75", "use batched copies instead", NULL) == 1);
 }
 
 static void test_self_test_fails_on_a_wrong_kernel(void)
