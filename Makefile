@@ -5,6 +5,7 @@
 #   make demo            the trainer with and without the shim, then the A/B report
 #   make bench           benchmarks (ratios against baselines measured in the same run)
 #   make install PREFIX=/usr/local
+#   make ptx             refresh the committed shim/gather.ptx with nvcc
 #   make clean; make SANITIZE=address,undefined test   the vrampool command sanitized too
 #
 # The unit tests (the shim's modules linked directly) are always built with
@@ -41,8 +42,49 @@ SHIM_CFLAGS := $(CFLAGS_COMMON) $(CUDAINC) -fPIC -fvisibility=hidden
 $(B)/shim/%.o: shim/%.c $(wildcard shim/*.h) | $(B)/shim
 	$(CC) $(SHIM_CFLAGS) -c -o $@ $<
 
-$(B)/libvrampool.so: $(SHIM_OBJ) shim/libvrampool.map
-	$(CC) -shared -fPIC -o $@ $(SHIM_OBJ) -Wl,--version-script=shim/libvrampool.map \
+# ---- the gather kernel: PTX made at build time, embedded in the library -----
+# build/shim/gather.ptx is made from shim/gather.cu by $(NVCC) when it is
+# there, else copied from the committed shim/gather.ptx (make says which).
+# nvcc writes the PTX ISA version of its own release (9.0 for CUDA 13.0),
+# which a driver older than that release refuses; the kernel needs nothing
+# newer than ISA 8.1 (its 16 KiB parameter; every instruction it uses is
+# far older), so the version is lowered to GATHER_PTX_VERSION when ptxas
+# accepts the lowered text for sm_75, and left as written otherwise.
+# shim/gather_ptx.S embeds the result, NUL-terminated, as a hidden symbol.
+NVCC  ?= $(CUDA_HOME)/bin/nvcc
+PTXAS ?= $(CUDA_HOME)/bin/ptxas
+GATHER_PTX_VERSION := 8.1
+GATHER_OBJ := $(B)/shim/gather_ptx.o
+
+ifneq ($(wildcard $(NVCC)),)
+$(B)/shim/gather.ptx: shim/gather.cu shim/device.h | $(B)/shim
+	$(NVCC) -ptx -arch=compute_75 -Ishim -o $@.nvcc shim/gather.cu
+	@v=$$(sed -n 's/^\.version //p' $@.nvcc); \
+	sed 's/^\.version .*/.version $(GATHER_PTX_VERSION)/' $@.nvcc >$@.low; \
+	if awk "BEGIN { exit !($$v > $(GATHER_PTX_VERSION)) }" && \
+	   $(PTXAS) -arch=sm_75 -o /dev/null $@.low 2>/dev/null; then \
+		{ echo "// vrampool: made from shim/gather.cu by nvcc; .version lowered from $$v"; cat $@.low; } >$@; \
+	else \
+		{ echo "// vrampool: made from shim/gather.cu by nvcc; .version $$v as written"; cat $@.nvcc; } >$@; \
+	fi; \
+	rm -f $@.nvcc $@.low; \
+	echo "gather.ptx: made by $(NVCC), $$(sed -n 's/^\.version //p' $@ | sed 's/^/.version /')"; \
+	cmp -s $@ shim/gather.ptx || echo "gather.ptx: differs from the committed shim/gather.ptx (make ptx refreshes it)"
+else
+$(B)/shim/gather.ptx: shim/gather.ptx | $(B)/shim
+	@echo "gather.ptx: no nvcc at $(NVCC); embedding the committed copy shim/gather.ptx"
+	cp shim/gather.ptx $@
+endif
+
+$(GATHER_OBJ): shim/gather_ptx.S $(B)/shim/gather.ptx | $(B)/shim
+	$(CC) -c -Wa,-I$(B)/shim -o $@ shim/gather_ptx.S
+
+ptx: $(B)/shim/gather.ptx
+	@test -x $(NVCC) || { echo "make ptx needs nvcc ($(NVCC))"; exit 1; }
+	cp $(B)/shim/gather.ptx shim/gather.ptx
+
+$(B)/libvrampool.so: $(SHIM_OBJ) $(GATHER_OBJ) shim/libvrampool.map
+	$(CC) -shared -fPIC -o $@ $(SHIM_OBJ) $(GATHER_OBJ) -Wl,--version-script=shim/libvrampool.map \
 		-Wl,-z,defs -Wl,-soname,libvrampool.so -pthread -ldl
 
 # ---- the vrampool command ---------------------------------------------------
@@ -98,20 +140,26 @@ UNIT_CFLAGS := $(CFLAGS_COMMON) $(CUDAINC) $(UNITSAN) -Ishim
 $(B)/unit/obj/%.o: shim/%.c $(wildcard shim/*.h) | $(B)/unit/obj
 	$(CC) $(UNIT_CFLAGS) -c -o $@ $<
 
-$(B)/unit/%: tests/unit/%.c $(UNIT_OBJ) $(wildcard tests/unit/*.h)
-	$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNIT_OBJ) -lcunit -ljansson -ldl -lm
+$(B)/unit/%: tests/unit/%.c $(UNIT_OBJ) $(GATHER_OBJ) shim/gather.cu $(wildcard tests/unit/*.h)
+	$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNIT_OBJ) $(GATHER_OBJ) -lcunit -ljansson -ldl -lm
 
 # ---- benchmark programs: the shim's modules linked directly, optimised -----
 BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCH_BIN := $(BENCH_SRC:tests/bench/%.c=$(B)/bench/%)
 CORE_OBJ  := $(CORE_SRC:shim/%.c=$(B)/shim/%.o)
 
-$(B)/bench/%: tests/bench/%.c $(CORE_OBJ) | $(B)/bench
-	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -Ishim -o $@ $< $(CORE_OBJ) -ldl -lm
+$(B)/bench/%: tests/bench/%.c $(CORE_OBJ) $(GATHER_OBJ) | $(B)/bench
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -Ishim -o $@ $< $(CORE_OBJ) $(GATHER_OBJ) -ldl -lm
+
+# ---- the real-GPU check of the gather kernel (tests/gpu/check.sh runs it) --
+# It reaches the driver through shim/device.c (dlopen), so it builds here and
+# runs on a GPU machine (or, proving nothing about the kernel, the emulation).
+$(B)/gpu/gather_check: tests/gpu/gather_check.c $(CORE_OBJ) $(GATHER_OBJ) | $(B)/gpu
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -Ishim -o $@ $< $(CORE_OBJ) $(GATHER_OBJ) -ldl -lm
 
 # ---- top-level targets ------------------------------------------------------
 TARGETS := $(B)/libvrampool.so $(B)/vrampool $(B)/fakecuda/libcudart.so.13 \
-           $(FAKECHECK_BIN) $(APP_BIN) $(UNIT_BIN) $(BENCH_BIN)
+           $(FAKECHECK_BIN) $(APP_BIN) $(UNIT_BIN) $(BENCH_BIN) $(B)/gpu/gather_check
 
 all: $(TARGETS)
 
@@ -138,8 +186,8 @@ install: $(B)/libvrampool.so $(B)/vrampool
 clean:
 	rm -rf $(B)
 
-$(B)/shim $(B)/analysis $(B)/fakecuda/obj $(B)/fakecuda/check $(B)/apps $(B)/unit/obj $(B)/bench:
+$(B)/shim $(B)/analysis $(B)/fakecuda/obj $(B)/fakecuda/check $(B)/apps $(B)/unit/obj $(B)/bench $(B)/gpu:
 	mkdir -p $@
 
-.PHONY: all deps test demo bench install clean
+.PHONY: all deps test demo bench install clean ptx
 .SECONDARY:

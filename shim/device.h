@@ -8,6 +8,14 @@
  * device.c (STYLE.md 4). -ENOMEM means the device is out of memory,
  * -EBUSY "not yet" (event query), -EIO any other driver failure.
  *
+ * Counting: a call that puts work on a stream adds to pool.device_ops; every
+ * failed driver call of the pool's own work (allocations, frees, copies,
+ * events, waits, synchronisation, the kernel and its self-test; out of
+ * memory included, "not ready" not) adds one to pool.faults, here and only
+ * here, so callers must not count them again. Queries made on the program's
+ * behalf (device_classify, device_current, device_context_id,
+ * device_is_capturing, device_stream_query) are not counted.
+ *
  * Streams are the program's cudaStream_t values, which are the driver's
  * CUstream values: 0 and 0x1 the legacy default stream, 0x2 the calling
  * thread's per-thread default stream. All work happens in the device's
@@ -52,7 +60,12 @@ int device_current(int *ordinal);
  */
 int device_context_id(uint64_t *id);
 
-/* After a reset of device dev: forgets the handles made in its old context. */
+/*
+ * After a reset of device dev: forgets the handles made in its old context
+ * (the legacy-stream bridge, the gather kernel's module and its verdict), so
+ * that the next use makes them again in the new one. pool_get calls it when
+ * the context id changes.
+ */
 void device_forget(int dev);
 
 /* Returns 0 with *capturing set when stream s is being captured into a graph (or the query fails). */
@@ -75,9 +88,12 @@ int device_sync(int dev);
  * bytes) on stream s of device dev, as one operation where the driver has
  * cuMemcpyBatchAsync (CUDA 12.8+). That call refuses the legacy stream, so
  * a batch for it goes through a private stream joined to it by two event
- * waits (five operations instead of count). On failure, nothing the call
- * enqueued can still be running unordered after s: a plain copy enqueued
- * on s afterwards overwrites whatever it wrote.
+ * waits (five operations instead of count). While that private stream
+ * cannot be made (a failed creation is retried after 4, 16, 64, 256 calls,
+ * then given up for the context), a batch for the legacy stream goes as
+ * count single copies on it. On failure, nothing the call enqueued can
+ * still be running unordered after s: a plain copy enqueued on s
+ * afterwards overwrites whatever it wrote.
  */
 int device_copy_dtod_many(int dev, dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes, uint64_t count,
 			  dev_stream s);
@@ -99,7 +115,17 @@ int device_copy_dtod_many(int dev, dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes
  *
  * The kernel's parameter is one struct dev_gather_params passed by value
  * (kernelParams[0] points to it), only its first
- * offsetof(entries) + count * sizeof(entry) bytes meaningful.
+ * offsetof(entries) + count * sizeof(entry) bytes meaningful. At 16408
+ * bytes it needs the large kernel parameters of CUDA 12.1 (PTX ISA 8.1,
+ * sm_70 and up): the embedded PTX declares .version 8.1 and .target sm_75,
+ * so a driver for CUDA 12.1 or newer loads it on any Turing or newer GPU;
+ * an older driver refuses the module and the pool uses batched copies.
+ *
+ * Launch shape: blocks of 256 threads; blockIdx.y strides over entries,
+ * blockIdx.x and the threads over the bytes of an entry. An entry whose
+ * slab and destination addresses agree modulo 16, 8 or 4 moves in words of
+ * that size after a few head bytes; otherwise the destination is aligned
+ * to 4 and each word is assembled from the two source words it straddles.
  */
 #define DEV_GATHER_CAPTURE 0x80000000u  /* nrows_dir bit: destination -> slab */
 #define DEV_GATHER_MAX 1024             /* entries per launch */
@@ -121,27 +147,52 @@ struct dev_gather_params {
 /*
  * Returns 1 when device dev's gather kernel is loaded and has passed its
  * self-test, 0 when the pool must use batched copies instead. The first
- * call for a context loads the module and runs the kernel once on a known
- * pattern of odd alignments (device memory of its own, filled with
- * memsets, read back and compared); a module that cannot load or a result
- * that differs makes the answer 0 for that context, said once under
- * VRAMPOOL_VERBOSE, and stats' "gather" field says which path is used.
- * A transient failure (allocation, launch) is retried a limited number of
- * times on later calls. Thread-safe.
+ * call for a context loads the module (cuModuleLoadData of the embedded
+ * PTX in dev's primary context) and runs the kernel once on a known
+ * pattern of odd alignments and row sizes, hits and captures: 64 KiB of
+ * device memory of its own filled with memsets (no host-to-device byte),
+ * on a private non-blocking stream (it waits for none of the program's
+ * work), read back with cuMemcpyDtoHAsync and compared with what the host
+ * computes, then freed. It runs in relaxed capture mode.
+ *
+ * A module that cannot load, a missing kernel or a byte that differs makes
+ * the answer 0 for the rest of that context. A failure that may pass (an
+ * allocation, memset, launch, readback or synchronisation of the self-test
+ * that fails, a load out of memory) is retried: after the k-th one the
+ * next 4^k calls answer 0 without trying, and after 5 the kernel is given
+ * up for the context. Each outcome is one VRAMPOOL_VERBOSE line (why, and
+ * that hits and captures use batched copies instead) and sets stats'
+ * "gather" field ("kernel" or "batched copy"; one field for the process,
+ * the last device decided wins).
+ *
+ * Context: the verdict belongs to the primary context it was reached in
+ * (its cuCtxGetId id is recorded); device_forget drops it, and a launch
+ * that fails in a context with a new id drops it too, so after a reset the
+ * next call loads and tests again. Thread-safe: 1 is one atomic load; while
+ * one thread loads and tests, the others get 0 at once (never blocked).
+ * Self-test device work counts in pool.device_ops, not in
+ * pool.gather_launches.
  */
 int device_gather_ready(int dev);
 
 /*
  * Enqueues the n entries (n >= 1) as kernel launches on stream s of device
- * dev (one launch per DEV_GATHER_MAX entries), the legacy stream included.
- * Returns 0, or a negative errno when a launch failed: launches before it
- * may have run, so the caller must treat the whole copy as failed (and a
- * plain copy enqueued on s afterwards overwrites whatever they wrote).
+ * dev (one launch per DEV_GATHER_MAX entries), any stream: a created one,
+ * the legacy stream (NULL or DEV_STREAM_LEGACY) or the calling thread's
+ * per-thread stream (DEV_STREAM_PER_THREAD). Each launch counts one in
+ * pool.device_ops and pool.gather_launches. e is copied; the caller keeps it.
+ * Returns 0; or, with nothing enqueued (batched copies can still serve
+ * this copy), -ENOSYS (the kernel is not ready), -EXDEV (the calling
+ * thread's current context is not dev's primary context) or -EAGAIN (no
+ * host memory for the parameter block); or any other negative errno (-EIO,
+ * -ENOMEM) when a launch failed: launches before it may have run, so the
+ * caller must treat the whole copy as failed (and a plain copy enqueued on
+ * s afterwards overwrites whatever they wrote).
  */
 int device_gather(int dev, dev_ptr dst, uint64_t row, const struct dev_gather_entry *e, uint32_t n,
 		  dev_stream s);
 
-/* Waits for all work on stream s (the driver's cuStreamSynchronize). */
+/* Waits for all work on stream s (the driver's cuStreamSynchronize). Returns 0 or -EIO (counted as a fault). */
 int device_stream_sync(dev_stream s);
 
 /* Creates an event without timing in the current context. */

@@ -41,9 +41,12 @@ struct fc_api_slot {
 static struct fc_api_slot api_slots[FC_API_SLOTS];
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* One FAKECUDA_FAIL item: NAME@N fails calls N, N+1, ...; NAME#N only
+ * call N. */
 struct fc_fail {
 	char name[64];
-	unsigned long long from;
+	unsigned long long n;
+	int only;
 };
 static struct fc_fail fails[FC_FAIL_MAX];
 static int nfails;
@@ -116,7 +119,8 @@ int fc_api_enter(const char *name)
 	if (fc.cfg.call_us)
 		spin_us(fc.cfg.call_us);
 	for (i = 0; i < nfails; i++) {
-		if (strcmp(fails[i].name, name) == 0 && n >= fails[i].from) {
+		if (strcmp(fails[i].name, name) == 0 &&
+		    (fails[i].only ? n == fails[i].n : n >= fails[i].n)) {
 			atomic_fetch_add(&fc_cnt.injected_faults, 1);
 			return 1;
 		}
@@ -149,30 +153,33 @@ static size_t parse_size(const char *s)
 	return *end ? 0 : (size_t)v;
 }
 
+/* Parses FAKECUDA_FAIL: a comma-separated list of NAME (every call fails),
+ * NAME@N (calls from the Nth on) and NAME#N (the Nth call only; repeat the
+ * item for several N). N counts from 1; 0 or garbage is read as 1. */
 static void parse_fail(const char *spec)
 {
 	const char *p = spec;
 
 	nfails = 0;
 	while (*p && nfails < FC_FAIL_MAX) {
-		size_t len = strcspn(p, ",@");
+		size_t len = strcspn(p, ",@#");
 		struct fc_fail *f = &fails[nfails];
 
 		if (len && len < sizeof(f->name)) {
 			memcpy(f->name, p, len);
 			f->name[len] = '\0';
-			f->from = 1;
+			f->n = 1;
+			f->only = 0;
 			p += len;
-			if (*p == '@') {
-				f->from = strtoull(p + 1, NULL, 10);
-				if (!f->from)
-					f->from = 1;
-				p += strcspn(p, ",");
+			if (*p == '@' || *p == '#') {
+				f->only = *p == '#';
+				f->n = strtoull(p + 1, NULL, 10);
+				if (!f->n)
+					f->n = 1;
 			}
 			nfails++;
-		} else {
-			p += len;
 		}
+		p += strcspn(p, ",");
 		if (*p == ',')
 			p++;
 	}
@@ -205,6 +212,15 @@ static void read_config(void)
 		fc.cfg.call_us = (unsigned)strtoul(v, NULL, 10);
 	if ((v = getenv("FAKECUDA_FAIL")))
 		parse_fail(v);
+	fc.cfg.kernel = FC_KERNEL_OK;
+	if ((v = getenv("FAKECUDA_KERNEL")) && *v) {
+		if (strcmp(v, "broken") == 0)
+			fc.cfg.kernel = FC_KERNEL_BROKEN;
+		else if (strcmp(v, "none") == 0)
+			fc.cfg.kernel = FC_KERNEL_NONE;
+		else if (strcmp(v, "ok") != 0)
+			fprintf(stderr, "fakecuda: FAKECUDA_KERNEL=%s is not ok, broken or none; using ok\n", v);
+	}
 }
 
 /* Creates the arena of device D: a memfd mapped no-access and read-write. */
@@ -686,7 +702,8 @@ int fc_host_flags(const void *p, unsigned *flags)
 	X(h2d_bytes) X(h2d_calls) X(d2d_bytes) X(d2d_calls) X(d2h_bytes) \
 	X(d2h_calls) X(h2h_bytes) X(h2h_calls) X(memset_bytes) X(memset_calls) \
 	X(alloc_bytes) X(peak_alloc) X(alloc_calls) X(free_calls) X(oom_errors) \
-	X(injected_faults) X(graph_nodes_captured) X(graph_launches)
+	X(injected_faults) X(graph_nodes_captured) X(graph_launches) \
+	X(kernel_launches) X(kernel_bytes) X(kernel_faults)
 
 FC_API unsigned long long fakecuda_counter(const char *name)
 {
@@ -790,6 +807,7 @@ static void fork_child(void)
 #undef X
 	fc_stream_forget();
 	fc_symbols_forget();
+	fc_kernel_forget();
 }
 
 __attribute__((constructor)) static void fc_constructor(void)

@@ -16,10 +16,7 @@
 #include <errno.h>
 #include <string.h>
 
-#define ENOCTX ENOTCONN
-#define ENOINIT ESRCH
-
-static CUresult fc_drv_err(int e)
+CUresult fc_drv_err(int e)
 {
 	switch (e) {
 	case 0: return CUDA_SUCCESS;
@@ -32,30 +29,22 @@ static CUresult fc_drv_err(int e)
 	case -ENOTSUP: return CUDA_ERROR_NOT_SUPPORTED;
 	case -EEXIST: return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
 	case -ENOENT: return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
-	case -ENOCTX: return CUDA_ERROR_INVALID_CONTEXT;
-	case -ENOINIT: return CUDA_ERROR_NOT_INITIALIZED;
+	case -FC_ENOCTX: return CUDA_ERROR_INVALID_CONTEXT;
+	case -FC_ENOINIT: return CUDA_ERROR_NOT_INITIALIZED;
 	default: return CUDA_ERROR_UNKNOWN;
 	}
 }
 
-/* Counts the call; returns 0, -EIO (injected fault), -ENOINIT, -ENOCTX. */
-static int drv_enter(const char *name, int need_ctx)
+int fc_drv_enter(const char *name, int need_ctx)
 {
 	if (fc_api_enter(name))
 		return -EIO;
 	if (!fc.driver_inited)
-		return -ENOINIT;
+		return -FC_ENOINIT;
 	if (need_ctx && !fc_tls_get()->ctx)
-		return -ENOCTX;
+		return -FC_ENOCTX;
 	return 0;
 }
-
-#define DRV_ENTER(name, ctx) do { int e_ = drv_enter(name, ctx); \
-	if (e_) return fc_drv_err(e_); } while (0)
-#define DRV_ENTER_ALLOC(name) do { int e_ = drv_enter(name, 1); \
-	if (e_) return fc_drv_err(e_ == -EIO ? -ENOMEM : e_); } while (0)
-#define DRV_STREAM(h, ptsz, s) do { int e_ = fc_stream_resolve((void *)(h), ptsz, &(s)); \
-	if (e_) return fc_drv_err(e_); } while (0)
 
 static void *dptr(CUdeviceptr p)
 {
@@ -876,6 +865,8 @@ FC_API CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
 	X(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal") \
 	X(CUDA_ERROR_INVALID_CONTEXT, "invalid device context") \
 	X(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle") \
+	X(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid") \
+	X(CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device") \
 	X(CUDA_ERROR_NOT_FOUND, "named symbol not found") \
 	X(CUDA_ERROR_NOT_READY, "device not ready") \
 	X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported") \
@@ -994,6 +985,11 @@ static const struct fc_proc procs[] = {
 	P("cuEventQuery", 0, cuEventQuery, NULL),
 	P("cuEventSynchronize", 0, cuEventSynchronize, NULL),
 	P("cuEventElapsedTime", 0, cuEventElapsedTime_v2, NULL),
+	P("cuModuleLoadData", 0, cuModuleLoadData, NULL),
+	P("cuModuleLoadDataEx", 0, cuModuleLoadDataEx, NULL),
+	P("cuModuleUnload", 0, cuModuleUnload, NULL),
+	P("cuModuleGetFunction", 0, cuModuleGetFunction, NULL),
+	P("cuLaunchKernel", 0, cuLaunchKernel, cuLaunchKernel_ptsz),
 	P("cuGetErrorString", 0, cuGetErrorString, NULL),
 	P("cuGetErrorName", 0, cuGetErrorName, NULL),
 	P("cuGetProcAddress", 0, cuGetProcAddress_v2, NULL),

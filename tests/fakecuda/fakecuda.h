@@ -13,6 +13,7 @@
  *              graphs, the copy engine.
  *   runtime.c  the cuda* entry points (per-thread last error).
  *   driver.c   the cu* entry points and cuGetProcAddress.
+ *   kernel.c   modules and the one kernel emulated (vrampool_gather).
  *
  * Invariants: one global mutex (fc.lock) guards every structure below;
  * workers never hold it while they copy or sleep. Device addresses handed to
@@ -24,6 +25,7 @@
 #ifndef FAKECUDA_H
 #define FAKECUDA_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -54,6 +56,7 @@ struct fc_counters {
 	atomic_ullong alloc_bytes, peak_alloc, alloc_calls, free_calls;
 	atomic_ullong oom_errors, injected_faults;
 	atomic_ullong graph_nodes_captured, graph_launches;
+	atomic_ullong kernel_launches, kernel_bytes, kernel_faults;
 };
 
 /* An allocated extent of a device arena, [off, off + size). */
@@ -107,12 +110,66 @@ struct fc_hostrange {
 	unsigned flags; /* cudaHostAlloc / cudaHostRegister flags */
 };
 
+/* FAKECUDA_KERNEL: what the emulated gather kernel does. */
+enum fc_kernel_mode {
+	FC_KERNEL_OK = 0,  /* as documented */
+	FC_KERNEL_BROKEN,  /* flips one byte of the last row each launch writes */
+	FC_KERNEL_NONE,    /* cuModuleLoadData: CUDA_ERROR_NO_BINARY_FOR_GPU */
+};
+
 struct fc_config {
 	size_t mem;
 	int devices;
 	unsigned jitter_us;
 	double h2d_gbps, d2d_gbps;
 	unsigned call_us;
+	enum fc_kernel_mode kernel;
+};
+
+/*
+ * The gather kernel's parameter, laid out exactly as shim/device.h's
+ * struct dev_gather_params (the emulation includes no shim header; the
+ * asserts pin the layout). An entry moves nrows consecutive rows of row
+ * bytes between slab and destination rows [dst_row, dst_row + nrows):
+ * FC_GATHER_CAPTURE set, destination -> slab, else slab -> destination.
+ */
+#define FC_GATHER_CAPTURE 0x80000000u
+#define FC_GATHER_MAX 1024
+
+struct fc_gather_entry {
+	uint64_t slab;
+	uint32_t dst_row;
+	uint32_t nrows_dir;
+};
+
+struct fc_gather_params {
+	uint64_t dst;
+	uint64_t row;
+	uint32_t count;
+	uint32_t pad;
+	struct fc_gather_entry entries[FC_GATHER_MAX];
+};
+
+_Static_assert(sizeof(struct fc_gather_entry) == 16, "gather entry is 16 bytes");
+_Static_assert(offsetof(struct fc_gather_entry, slab) == 0, "entry slab @0");
+_Static_assert(offsetof(struct fc_gather_entry, dst_row) == 8, "entry dst_row @8");
+_Static_assert(offsetof(struct fc_gather_entry, nrows_dir) == 12, "entry nrows_dir @12");
+_Static_assert(offsetof(struct fc_gather_params, dst) == 0, "params dst @0");
+_Static_assert(offsetof(struct fc_gather_params, row) == 8, "params row @8");
+_Static_assert(offsetof(struct fc_gather_params, count) == 16, "params count @16");
+_Static_assert(offsetof(struct fc_gather_params, pad) == 20, "params pad @20");
+_Static_assert(offsetof(struct fc_gather_params, entries) == 24, "params entries @24");
+_Static_assert(sizeof(struct fc_gather_params) == 24 + 16 * FC_GATHER_MAX, "params size");
+
+/* One accepted launch of the gather kernel: what it moves, copied from the
+ * caller's parameters at call time. Shared by reference between a stream
+ * operation and graph nodes (fc_gather_hold / fc_gather_drop). */
+struct fc_gather {
+	atomic_uint refs;
+	uint64_t dst, row;
+	uint32_t count;
+	uint64_t bytes;          /* the sum of nrows * row */
+	struct fc_gather_entry e[];
 };
 
 struct fc_state {
@@ -149,7 +206,8 @@ void fc_init(void);
 /* Returns the calling thread's state, reset if it predates a fork. */
 struct fc_tls *fc_tls_get(void);
 /* Counts a call of the API function NAME, spins FAKECUDA_CALL_US, and
- * returns 1 when FAKECUDA_FAIL says this call must fail. */
+ * returns 1 when FAKECUDA_FAIL says this call must fail (NAME, NAME@N:
+ * the Nth call on; NAME#N: the Nth only), counting it in injected_faults. */
 int fc_api_enter(const char *name);
 /* Classifies [p, p+n): returns the kind; for FC_DEVICE checks that the range
  * lies inside one allocation (else -EINVAL), sets *dev when not NULL. */
@@ -260,6 +318,11 @@ int fc_graph_exec_update(struct CUgraphExec_st *x, struct CUgraph_st *g,
 			 enum cudaGraphExecUpdateResult *result, struct CUgraphNode_st **errnode);
 /* Forgets every stream after fork() in the child (lock held). */
 void fc_stream_forget(void);
+/* Enqueues one launch of the gather kernel on s as one operation (or a
+ * kernel node while s is capturing); takes over the caller's reference. */
+int fc_gather_enqueue(struct CUstream_st *s, struct fc_gather *g);
+void fc_gather_hold(struct fc_gather *g);
+void fc_gather_drop(struct fc_gather *g);
 
 /* ---- runtime.c ---- */
 
@@ -268,9 +331,31 @@ void fc_symbols_forget(void);
 
 /* ---- driver.c ---- */
 
+/* Errors private to the driver side: no current context, no cuInit. */
+#define FC_ENOCTX ENOTCONN
+#define FC_ENOINIT ESRCH
+
+/* Converts 0 / negative errno to a CUresult. */
+CUresult fc_drv_err(int e);
+/* Counts a driver call; returns 0, -EIO (injected fault), -FC_ENOINIT, or
+ * -FC_ENOCTX (NEED_CTX and no current context). */
+int fc_drv_enter(const char *name, int need_ctx);
+
+#define DRV_ENTER(name, ctx) do { int e_ = fc_drv_enter(name, ctx); \
+	if (e_) return fc_drv_err(e_); } while (0)
+#define DRV_ENTER_ALLOC(name) do { int e_ = fc_drv_enter(name, 1); \
+	if (e_) return fc_drv_err(e_ == -EIO ? -ENOMEM : e_); } while (0)
+#define DRV_STREAM(h, ptsz, s) do { int e_ = fc_stream_resolve((void *)(h), ptsz, &(s)); \
+	if (e_) return fc_drv_err(e_); } while (0)
+
 /* Finds a driver entry point by base name (cuMemAlloc), CUDA version and
  * cuGetProcAddress flags: 0, -ENOENT, or -ERANGE (version too old). */
 int fc_proc_lookup(const char *sym, int version, unsigned long long flags, void **pfn);
+
+/* ---- kernel.c ---- */
+
+/* Forgets every module after fork() in the child. */
+void fc_kernel_forget(void);
 
 /* ---- the entry points nvcc-built programs import (no public header) ---- */
 FC_API void **__cudaRegisterFatBinary(void *fatCubin);
@@ -370,6 +455,7 @@ FC_API CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus
 FC_API CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out);
 FC_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
 FC_API CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
+FC_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra);
 
 /* ---- test-only hooks (version node FAKECUDA) ---- */
 FC_API unsigned long long fakecuda_counter(const char *name);

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-enum fc_op_kind { OP_COPY, OP_MEMSET, OP_EVENT, OP_NOP, OP_FREE, OP_HOSTFN, OP_CALLBACK };
+enum fc_op_kind { OP_COPY, OP_MEMSET, OP_EVENT, OP_NOP, OP_FREE, OP_HOSTFN, OP_CALLBACK, OP_GATHER };
 enum fc_dir { DIR_H2D, DIR_D2H, DIR_D2D, DIR_H2H };
 
 struct fc_dep {
@@ -30,7 +30,8 @@ struct fc_dep {
 /* What an operation or a graph node does. Copies and memsets are pitched:
  * ROWS rows of WIDTH bytes, rows DPITCH (SPITCH) bytes apart; a linear one
  * is one row. N is the byte count the counters see. A memset writes VALUE
- * as elements of ESIZE bytes. */
+ * as elements of ESIZE bytes. A gather launch holds a reference to GATHER
+ * (xfer_hold / xfer_drop follow every copy of the description). */
 struct fc_xfer {
 	enum fc_op_kind kind;
 	void *dst;
@@ -40,6 +41,7 @@ struct fc_xfer {
 	enum fc_dir dir;
 	void (*fn)(void *);
 	void *arg;
+	struct fc_gather *gather;
 };
 
 struct fc_op {
@@ -142,8 +144,33 @@ static int op_add_dep(struct fc_op *op, struct CUstream_st *s, uint64_t seq)
 	return 0;
 }
 
+void fc_gather_hold(struct fc_gather *g)
+{
+	atomic_fetch_add(&g->refs, 1);
+}
+
+void fc_gather_drop(struct fc_gather *g)
+{
+	if (g && atomic_fetch_sub(&g->refs, 1) == 1)
+		free(g);
+}
+
+/* A copy of an operation's description was made / is being dropped. */
+static void xfer_hold(const struct fc_xfer *x)
+{
+	if (x->gather)
+		fc_gather_hold(x->gather);
+}
+
+static void xfer_drop(struct fc_xfer *x)
+{
+	fc_gather_drop(x->gather);
+	x->gather = NULL;
+}
+
 static void op_free(struct fc_op *op)
 {
+	xfer_drop(&op->x);
 	free(op->staging);
 	free(op->deps);
 	free(op);
@@ -224,6 +251,33 @@ static void run_memset(const struct fc_xfer *x)
 	}
 }
 
+/* Performs a gather launch's entries; the launch checked every range.
+ * FAKECUDA_KERNEL=broken flips a byte of the last row written. */
+static void run_gather(const struct fc_gather *g)
+{
+	char *last = NULL;
+	uint32_t i;
+
+	for (i = 0; i < g->count; i++) {
+		const struct fc_gather_entry *e = &g->e[i];
+		size_t n = (size_t)(e->nrows_dir & ~FC_GATHER_CAPTURE) * g->row;
+		char *slab = fc_dev_rw((const void *)(uintptr_t)e->slab);
+		char *rows = fc_dev_rw((const void *)(uintptr_t)(g->dst + (uint64_t)e->dst_row * g->row));
+
+		if (!n)
+			continue;
+		if (e->nrows_dir & FC_GATHER_CAPTURE) {
+			memcpy(slab, rows, n);
+			last = slab + n - g->row;
+		} else {
+			memcpy(rows, slab, n);
+			last = rows + n - g->row;
+		}
+	}
+	if (last && fc.cfg.kernel == FC_KERNEL_BROKEN)
+		last[g->row / 2] ^= 0x5a;
+}
+
 /* Runs one operation on the worker, without the lock. */
 static void op_run(struct CUstream_st *s, struct fc_op *op)
 {
@@ -249,6 +303,11 @@ static void op_run(struct CUstream_st *s, struct fc_op *op)
 		break;
 	case OP_MEMSET:
 		run_memset(x);
+		break;
+	case OP_GATHER:
+		if (fc.cfg.d2d_gbps > 0)
+			link_occupy(1, (double)x->n / fc.cfg.d2d_gbps);
+		run_gather(x->gather);
 		break;
 	case OP_FREE:
 		fc_dev_free(x->dst);
@@ -578,6 +637,11 @@ static void count_xfer(const struct fc_xfer *x)
 	} else if (x->kind == OP_MEMSET) {
 		atomic_fetch_add(&fc_cnt.memset_calls, 1);
 		atomic_fetch_add(&fc_cnt.memset_bytes, x->n);
+	} else if (x->kind == OP_GATHER) {
+		/* Kernel bytes are device-to-device moves. */
+		atomic_fetch_add(&fc_cnt.kernel_launches, 1);
+		atomic_fetch_add(&fc_cnt.kernel_bytes, x->n);
+		count_copy(DIR_D2D, x->n);
 	}
 }
 
@@ -602,6 +666,7 @@ static int graph_add_locked(struct CUgraph_st *g, const struct fc_xfer *x,
 	nd->magic = NODE_MAGIC;
 	nd->g = g;
 	nd->x = *x;
+	xfer_hold(x);
 	g->nodes[g->n++] = nd;
 	atomic_fetch_add(&fc_cnt.graph_nodes_captured, 1);
 	if (out)
@@ -835,6 +900,21 @@ int fc_free_async(void *p, struct CUstream_st *s)
 	op->x.kind = OP_FREE;
 	op->x.dst = p;
 	return enqueue_simple(s, op);
+}
+
+int fc_gather_enqueue(struct CUstream_st *s, struct fc_gather *g)
+{
+	struct fc_op *op = calloc(1, sizeof(*op));
+
+	if (!op) {
+		fc_gather_drop(g);
+		return -ENOMEM;
+	}
+	op->x.kind = OP_GATHER;
+	op->x.gather = g;
+	op->x.n = g->bytes;
+	op->x.dir = DIR_D2D;
+	return enqueue_data_op(s, op, 0);
 }
 
 /* A host function runs on the worker in stream order; while the stream is
@@ -1220,6 +1300,7 @@ static int xfer_type(const struct fc_xfer *x)
 	case OP_COPY: return cudaGraphNodeTypeMemcpy;
 	case OP_MEMSET: return cudaGraphNodeTypeMemset;
 	case OP_HOSTFN: return cudaGraphNodeTypeHost;
+	case OP_GATHER: return cudaGraphNodeTypeKernel;
 	default: return cudaGraphNodeTypeEmpty;
 	}
 }
@@ -1245,8 +1326,10 @@ int fc_graph_instantiate(struct CUgraph_st *g, struct CUgraphExec_st **out)
 	pthread_mutex_lock(&fc.lock);
 	x->n = g->n;
 	x->nodes = malloc((g->n ? g->n : 1) * sizeof(*x->nodes));
-	for (i = 0; x->nodes && i < g->n; i++)
+	for (i = 0; x->nodes && i < g->n; i++) {
 		x->nodes[i] = g->nodes[i]->x;
+		xfer_hold(&x->nodes[i]);
+	}
 	pthread_mutex_unlock(&fc.lock);
 	if (!x->nodes) {
 		free(x);
@@ -1280,8 +1363,11 @@ int fc_graph_exec_update(struct CUgraphExec_st *x, struct CUgraph_st *g,
 			goto out_unlock;
 		}
 	}
-	for (i = 0; i < g->n; i++)
+	for (i = 0; i < g->n; i++) {
+		xfer_drop(&x->nodes[i]);
 		x->nodes[i] = g->nodes[i]->x;
+		xfer_hold(&x->nodes[i]);
+	}
 out_unlock:
 	pthread_mutex_unlock(&fc.lock);
 	return err;
@@ -1296,6 +1382,7 @@ int fc_graph_destroy(struct CUgraph_st *g)
 	g->magic = 0;
 	for (i = 0; i < g->n; i++) {
 		g->nodes[i]->magic = 0;
+		xfer_drop(&g->nodes[i]->x);
 		free(g->nodes[i]);
 	}
 	free(g->nodes);
@@ -1311,9 +1398,13 @@ int fc_graph_exec_check(struct CUgraphExec_st *x)
 
 int fc_graph_exec_destroy(struct CUgraphExec_st *x)
 {
+	size_t i;
+
 	if (fc_graph_exec_check(x))
 		return -EBADF;
 	x->magic = 0;
+	for (i = 0; i < x->n; i++)
+		xfer_drop(&x->nodes[i]);
 	free(x->nodes);
 	x->nodes = NULL;
 	free(x);
@@ -1341,6 +1432,7 @@ int fc_graph_launch(struct CUgraphExec_st *x, struct CUstream_st *s)
 			break;
 		}
 		op->x = x->nodes[i];
+		xfer_hold(&op->x);
 		count_xfer(&op->x);
 		submit_locked(s, op);
 	}

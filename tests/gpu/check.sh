@@ -61,6 +61,9 @@ trainer_case trainer-pool-legacy LD_PRELOAD="$SHIM" VRAMPOOL_LAYOUT=u8:3x224x224
 trainer_case trainer-pool-oom LD_PRELOAD="$SHIM" VRAMPOOL_LAYOUT=u8:3x224x224 VRAMPOOL_VERBOSE=1 \
 	VRAMPOOL_STATS="$OUT/trainer-pool-oom.json" -- $ARGS --alloc-mid 1G@3
 
+# The gather kernel: the embedded PTX loaded and self-tested, then compared with cuMemcpyDtoD.
+{ make -s CUDA_HOME="$CUDA_HOME" XXHASH_DIR="$XXHASH_DIR" build/gpu/gather_check >>"$OUT/build.log" 2>&1 && ./build/gpu/gather_check >"$OUT/gather.out" 2>&1; } || fail=1; rows+=("$(grep -E '^gather kernel: (ok|DIFFERS|FAILED)' "$OUT/gather.out" 2>/dev/null | tail -n 1 || true)"); cat "$OUT/gather.out" 2>/dev/null
+
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
 	t0=$(date +%s.%N)
 	python3 tests/gpu/torch_loop.py 4096 4 >"$OUT/torch-off.json" 2>"$OUT/torch-off.err"

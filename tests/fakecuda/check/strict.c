@@ -487,6 +487,42 @@ static void test_fault_injection(void)
 	CU_ASSERT(child_ok(in_child(child_faults, env)));
 }
 
+/* Only the 2nd and 4th cudaMalloc fail (out of memory), the 3rd
+ * cuMemsetD8 only, cudaStreamCreate from the 2nd on: '#' items repeat and
+ * mix with '@' items in one list. */
+static void child_fault_once(void)
+{
+	void *a[6];
+	cudaStream_t s;
+	int i;
+
+	CHK(cudaMalloc(&a[0], 16) == cudaSuccess);
+	CHK(cudaMalloc(&a[1], 16) == cudaErrorMemoryAllocation);
+	CHK(cudaGetLastError() == cudaErrorMemoryAllocation);
+	CHK(cudaMalloc(&a[1], 16) == cudaSuccess);
+	CHK(cudaMalloc(&a[2], 16) == cudaErrorMemoryAllocation);
+	for (i = 2; i < 6; i++)
+		CHK(cudaMalloc(&a[i], 16) == cudaSuccess);
+	CHK(cuMemsetD8((CUdeviceptr)a[0], 1, 16) == CUDA_SUCCESS);
+	CHK(cuMemsetD8((CUdeviceptr)a[0], 1, 16) == CUDA_SUCCESS);
+	CHK(cuMemsetD8((CUdeviceptr)a[0], 1, 16) == CUDA_ERROR_UNKNOWN);
+	CHK(cuMemsetD8((CUdeviceptr)a[0], 1, 16) == CUDA_SUCCESS);
+	CHK(cudaStreamCreate(&s) == cudaSuccess);
+	CHK(cudaStreamCreate(&s) == cudaErrorUnknown);
+	CHK(cudaStreamCreate(&s) == cudaErrorUnknown);
+	CHK(counter("injected_faults") == 5);
+	CHK(counter("oom_errors") == 0);
+	CHK(counter("cudaMalloc") == 8 && counter("memset_calls") == 3);
+}
+
+static void test_fault_once(void)
+{
+	const char *env[] = { "FAKECUDA_FAIL",
+			      "cudaMalloc#2,cuMemsetD8_v2#3,cudaStreamCreate@2,cudaMalloc#4", NULL };
+
+	CU_ASSERT(child_ok(in_child(child_fault_once, env)));
+}
+
 /* ---- several devices ---- */
 
 static void child_devices(void)
@@ -531,6 +567,7 @@ int main(void)
 	CU_add_test(s, "copies on a capturing stream are recorded, not run, and a launch replays them", test_capture_records_and_replays);
 	CU_add_test(s, "the driver API works through dlopen and cuGetProcAddress and shares memory with the runtime", test_driver_through_dlopen);
 	CU_add_test(s, "injected faults and bad arguments give natural error codes", test_fault_injection);
+	CU_add_test(s, "a NAME#N fault fails only the Nth call and mixes with NAME@N", test_fault_once);
 	CU_add_test(s, "each device has its own arena and capacity", test_devices_have_own_arenas);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();

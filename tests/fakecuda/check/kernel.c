@@ -1,0 +1,563 @@
+/*
+ * kernel.c: proves the emulated device's one kernel, vrampool_gather,
+ * behaves as shim/device.h documents it: module loading by PTX text, both
+ * directions at any alignment, stream order (legacy stream included) and
+ * capture like a copy, parameters copied at call time, counters, and a loud
+ * refusal of any launch that would touch memory outside its allocations.
+ * Built against the real toolkit and run with LD_LIBRARY_PATH=build/fakecuda.
+ *
+ * Each case runs in a fork()ed child with its own FAKECUDA_* settings; the
+ * child exits with (the low byte of) the line of the first failed check.
+ */
+#include <CUnit/Basic.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* The kernel's parameter, as shim/device.h lays it out. */
+#define CAPTURE 0x80000000u
+#define GMAX 1024
+
+struct gentry {
+	uint64_t slab;
+	uint32_t dst_row;
+	uint32_t nrows_dir;
+};
+
+struct gparams {
+	uint64_t dst;
+	uint64_t row;
+	uint32_t count;
+	uint32_t pad;
+	struct gentry e[GMAX];
+};
+
+/* What nvcc -ptx writes for the kernel, trimmed: the emulation reads only
+ * the entry directive. */
+static const char ptx[] =
+	".version 8.0\n.target sm_75\n.address_size 64\n\n"
+	".visible .entry vrampool_gather(\n"
+	"\t.param .align 8 .b8 vrampool_gather_param_0[16408]\n)\n{\n\tret;\n}\n";
+
+static struct gparams prm;
+
+/* Binds the primary context (through the runtime) and loads the kernel. */
+static CUfunction load_gather(void)
+{
+	CUmodule m;
+	CUfunction f;
+
+	CHK(cudaFree(0) == cudaSuccess);
+	CHK(cuInit(0) == CUDA_SUCCESS);
+	CHK(cuModuleLoadData(&m, ptx) == CUDA_SUCCESS);
+	CHK(cuModuleGetFunction(&f, m, "vrampool_gather") == CUDA_SUCCESS);
+	return f;
+}
+
+static CUresult launch(CUfunction f, CUstream s)
+{
+	void *args[] = { &prm };
+
+	return cuLaunchKernel(f, 2, 1, 1, 128, 1, 1, 0, s, args, NULL);
+}
+
+static void entry(uint32_t i, const void *slab, uint32_t dst_row, uint32_t nrows, int capture)
+{
+	prm.e[i].slab = (uint64_t)(uintptr_t)slab;
+	prm.e[i].dst_row = dst_row;
+	prm.e[i].nrows_dir = nrows | (capture ? CAPTURE : 0);
+}
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		p[i] = (unsigned char)(seed >> 16);
+	}
+}
+
+/* ---- both directions, odd alignments, several entries ---- */
+
+#define ROW 13
+#define NR 40
+
+/*
+ * One launch of four entries on 13-byte rows at odd addresses: two hits
+ * (slab -> destination rows), two captures (destination rows -> slab), one
+ * empty entry; then 1024 single-row hits in reverse order. The host
+ * computes the expected bytes. The parameters are overwritten right after
+ * each launch, before the jittered worker runs it.
+ */
+static void child_directions(void)
+{
+	static unsigned char hd[NR * ROW], hs[NR * ROW + 64], wd[NR * ROW], ws[NR * ROW + 64];
+	static unsigned char back[NR * ROW + 64];
+	unsigned char *dbase, *sbase, *dst, *slab;
+	CUfunction f = load_gather();
+	cudaStream_t s;
+	int i;
+
+	CHK(cudaStreamCreate(&s) == cudaSuccess);
+	CHK(cudaMalloc((void **)&dbase, 5 + NR * ROW) == cudaSuccess);
+	CHK(cudaMalloc((void **)&sbase, 7 + NR * ROW + 64) == cudaSuccess);
+	dst = dbase + 5;
+	slab = sbase + 7;
+	fill(hd, sizeof(hd), 1);
+	fill(hs, sizeof(hs), 2);
+	CHK(cudaMemcpy(dst, hd, sizeof(hd), cudaMemcpyHostToDevice) == cudaSuccess);
+	CHK(cudaMemcpy(slab, hs, sizeof(hs), cudaMemcpyHostToDevice) == cudaSuccess);
+	memcpy(wd, hd, sizeof(hd));
+	memcpy(ws, hs, sizeof(hs));
+
+	prm.dst = (uint64_t)(uintptr_t)dst;
+	prm.row = ROW;
+	prm.count = 5;
+	entry(0, slab, 0, 3, 0);                    /* hit: slab rows 0..2 -> rows 0..2 */
+	memcpy(wd, ws, 3 * ROW);
+	entry(1, slab + 20 * ROW, 10, 4, 1);        /* capture: rows 10..13 -> slab rows 20..23 */
+	memcpy(ws + 20 * ROW, wd + 10 * ROW, 4 * ROW);
+	entry(2, slab + 5 * ROW + 1, 30, 1, 0);     /* hit from an odd slab offset */
+	memcpy(wd + 30 * ROW, ws + 5 * ROW + 1, ROW);
+	entry(3, slab + 30 * ROW + 3, 35, 5, 1);    /* capture to an odd slab offset */
+	memcpy(ws + 30 * ROW + 3, wd + 35 * ROW, 5 * ROW);
+	entry(4, slab, 39, 0, 0);                   /* empty: moves nothing */
+	CHK(launch(f, s) == CUDA_SUCCESS);
+	memset(&prm, 0xA5, sizeof(prm));            /* the caller reuses its memory at once */
+	CHK(cudaStreamSynchronize(s) == cudaSuccess);
+	CHK(cudaMemcpy(back, dst, sizeof(hd), cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(memcmp(back, wd, sizeof(hd)) == 0);
+	CHK(cudaMemcpy(back, slab, sizeof(hs), cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(memcmp(back, ws, sizeof(hs)) == 0);
+	CHK(counter("kernel_launches") == 1 && counter("kernel_bytes") == 13 * ROW);
+	CHK(counter("d2d_calls") == 1 && counter("d2d_bytes") == 13 * ROW);
+	CHK(counter("h2d_calls") == 2 && counter("kernel_faults") == 0);
+
+	/* The most entries a launch takes: 3-byte rows, reversed. */
+	prm.row = 3;
+	prm.count = GMAX;
+	CHK(cudaFree(dbase) == cudaSuccess && cudaFree(sbase) == cudaSuccess);
+	CHK(cudaMalloc((void **)&dbase, 3 * GMAX) == cudaSuccess);
+	CHK(cudaMalloc((void **)&sbase, 3 * GMAX + 1) == cudaSuccess);
+	prm.dst = (uint64_t)(uintptr_t)dbase;
+	for (i = 0; i < GMAX; i++)
+		entry((uint32_t)i, sbase + 1 + 3 * (GMAX - 1 - i), (uint32_t)i, 1, 0);
+	{
+		static unsigned char src[3 * GMAX + 1], out[3 * GMAX];
+
+		fill(src, sizeof(src), 3);
+		CHK(cudaMemcpy(sbase, src, sizeof(src), cudaMemcpyHostToDevice) == cudaSuccess);
+		CHK(launch(f, s) == CUDA_SUCCESS);
+		CHK(cudaMemcpyAsync(out, dbase, sizeof(out), cudaMemcpyDeviceToHost, s) == cudaSuccess);
+		CHK(cudaStreamSynchronize(s) == cudaSuccess);
+		for (i = 0; i < GMAX; i++)
+			CHK(memcmp(out + 3 * i, src + 1 + 3 * (GMAX - 1 - i), 3) == 0);
+	}
+	CHK(counter("kernel_launches") == 2 && counter("kernel_bytes") == 13 * ROW + 3 * GMAX);
+	CHK(counter("cuLaunchKernel") == 2);
+}
+
+static void test_directions(void)
+{
+	const char *env[] = { "FAKECUDA_JITTER_US", "2000", NULL };
+
+	CU_ASSERT(child_ok(in_child(child_directions, env)));
+}
+
+/* ---- stream order: the legacy stream, a nonblocking stream ---- */
+
+static int nonblocking;
+
+/*
+ * A copy into destination rows waits on another stream behind a held host
+ * function; a capture launched on the legacy stream must wait for it when
+ * that stream is blocking (the slab gets the delivered bytes), and must
+ * not when it is nonblocking (the launch completes while the copy is held,
+ * so the slab gets the old bytes).
+ */
+static void child_legacy_order(void)
+{
+	unsigned char *pin, back[4 * ROW], old[4 * ROW];
+	unsigned char *dst, *slab;
+	CUfunction f = load_gather();
+	cudaStream_t s1;
+
+	CHK(cudaStreamCreateWithFlags(&s1, nonblocking ? cudaStreamNonBlocking : 0) == cudaSuccess);
+	CHK(cudaMallocHost((void **)&pin, 4 * ROW) == cudaSuccess);
+	CHK(cudaMalloc((void **)&dst, 4 * ROW) == cudaSuccess);
+	CHK(cudaMalloc((void **)&slab, 4 * ROW) == cudaSuccess);
+	CHK(cudaMemset(dst, 0x11, 4 * ROW) == cudaSuccess);
+	CHK(cudaMemset(slab, 0, 4 * ROW) == cudaSuccess);
+	memset(old, 0x11, sizeof(old));
+	fill(pin, 4 * ROW, 9);
+	atomic_store(&gate, 0);
+	CHK(cudaLaunchHostFunc(s1, hold_stream, NULL) == cudaSuccess);
+	CHK(cudaMemcpyAsync(dst, pin, 4 * ROW, cudaMemcpyHostToDevice, s1) == cudaSuccess);
+	prm.dst = (uint64_t)(uintptr_t)dst;
+	prm.row = ROW;
+	prm.count = 1;
+	entry(0, slab, 0, 4, 1);
+	CHK(launch(f, 0) == CUDA_SUCCESS);
+	if (nonblocking) {
+		CHK(cuStreamSynchronize(0) == CUDA_SUCCESS); /* does not wait for s1 */
+		CHK(cudaMemcpy(back, slab, sizeof(back), cudaMemcpyDeviceToHost) == cudaSuccess);
+		CHK(memcmp(back, old, sizeof(back)) == 0);
+		atomic_store(&gate, 1);
+		CHK(cudaStreamSynchronize(s1) == cudaSuccess);
+		return;
+	}
+	sleep_ms(20);
+	CHK(cuStreamQuery(0) == CUDA_ERROR_NOT_READY);
+	atomic_store(&gate, 1);
+	CHK(cuStreamSynchronize(0) == CUDA_SUCCESS);
+	CHK(cudaMemcpy(back, slab, sizeof(back), cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(memcmp(back, pin, sizeof(back)) == 0);
+}
+
+static void test_legacy_order(void)
+{
+	nonblocking = 0;
+	CU_ASSERT(child_ok(in_child(child_legacy_order, NULL)));
+	nonblocking = 1;
+	CU_ASSERT(child_ok(in_child(child_legacy_order, NULL)));
+}
+
+/* ---- capture of a just-delivered row; stream capture into a graph ---- */
+
+/*
+ * Twenty trials under jitter: a pageable upload into one destination row,
+ * then a capture of that row on the same stream; the slab must hold the
+ * uploaded bytes every time. Then the same two operations under stream
+ * capture become a copy node and a kernel node, counted at replay, and a
+ * replay reads the pinned source of its time.
+ */
+static void child_capture_fresh_row(void)
+{
+	unsigned char up[ROW], back[ROW], *pin, *dst, *slab;
+	CUfunction f = load_gather();
+	cudaStream_t s;
+	cudaGraph_t g;
+	cudaGraphExec_t x;
+	cudaGraphNode_t nodes[2];
+	enum cudaGraphNodeType t0, t1;
+	size_t nn = 2;
+	int trial;
+
+	CHK(cudaStreamCreate(&s) == cudaSuccess);
+	CHK(cudaMalloc((void **)&dst, 8 * ROW) == cudaSuccess);
+	CHK(cudaMalloc((void **)&slab, ROW) == cudaSuccess);
+	prm.dst = (uint64_t)(uintptr_t)dst;
+	prm.row = ROW;
+	prm.count = 1;
+	for (trial = 1; trial <= 20; trial++) {
+		memset(up, trial, sizeof(up));
+		entry(0, slab, (uint32_t)(trial % 8), 1, 1);
+		CHK(cudaMemcpyAsync(dst + (trial % 8) * ROW, up, ROW, cudaMemcpyHostToDevice, s) == cudaSuccess);
+		CHK(launch(f, s) == CUDA_SUCCESS);
+		CHK(cudaMemcpyAsync(back, slab, ROW, cudaMemcpyDeviceToHost, s) == cudaSuccess);
+		CHK(cudaStreamSynchronize(s) == cudaSuccess);
+		CHK(memcmp(back, up, ROW) == 0);
+	}
+	CHK(counter("kernel_launches") == 20);
+
+	CHK(cudaMallocHost((void **)&pin, ROW) == cudaSuccess);
+	memset(pin, 0x77, ROW);
+	entry(0, slab, 3, 1, 1);
+	CHK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess);
+	CHK(cudaMemcpyAsync(dst + 3 * ROW, pin, ROW, cudaMemcpyHostToDevice, s) == cudaSuccess);
+	CHK(launch(f, s) == CUDA_SUCCESS);
+	memset(&prm, 0, sizeof(prm)); /* captured at call time too */
+	CHK(cudaStreamEndCapture(s, &g) == cudaSuccess);
+	CHK(counter("kernel_launches") == 20 && counter("graph_nodes_captured") == 2);
+	CHK(cudaGraphGetNodes(g, nodes, &nn) == cudaSuccess && nn == 2);
+	CHK(cudaGraphNodeGetType(nodes[0], &t0) == cudaSuccess && t0 == cudaGraphNodeTypeMemcpy);
+	CHK(cudaGraphNodeGetType(nodes[1], &t1) == cudaSuccess && t1 == cudaGraphNodeTypeKernel);
+	CHK(cudaGraphInstantiate(&x, g, 0) == cudaSuccess);
+	CHK(cudaGraphDestroy(g) == cudaSuccess); /* the executable keeps its own */
+	memset(pin, 0x78, ROW);
+	CHK(cudaGraphLaunch(x, s) == cudaSuccess);
+	CHK(cudaMemcpyAsync(back, slab, ROW, cudaMemcpyDeviceToHost, s) == cudaSuccess);
+	CHK(cudaStreamSynchronize(s) == cudaSuccess);
+	CHK(back[0] == 0x78 && back[ROW - 1] == 0x78);
+	CHK(counter("kernel_launches") == 21 && counter("kernel_bytes") == 21 * ROW);
+	memset(pin, 0x79, ROW);
+	CHK(cudaGraphLaunch(x, s) == cudaSuccess);
+	CHK(cudaMemcpy(back, slab, ROW, cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(back[0] == 0x79 && counter("kernel_launches") == 22);
+	CHK(cudaGraphExecDestroy(x) == cudaSuccess);
+}
+
+static void test_capture_fresh_row(void)
+{
+	const char *env[] = { "FAKECUDA_JITTER_US", "500", NULL };
+
+	CU_ASSERT(child_ok(in_child(child_capture_fresh_row, env)));
+}
+
+/* ---- FAKECUDA_KERNEL=broken and =none ---- */
+
+/* A broken kernel gets exactly one byte wrong, in the last row it writes. */
+static void child_broken(void)
+{
+	unsigned char src[6 * ROW], back[6 * ROW], *dst, *slab;
+	CUfunction f = load_gather();
+	int i, wrong = 0, where = -1;
+
+	CHK(cudaMalloc((void **)&dst, 6 * ROW) == cudaSuccess);
+	CHK(cudaMalloc((void **)&slab, 6 * ROW) == cudaSuccess);
+	CHK(cudaMemset(dst, 0, 6 * ROW) == cudaSuccess);
+	fill(src, sizeof(src), 5);
+	CHK(cudaMemcpy(slab, src, sizeof(src), cudaMemcpyHostToDevice) == cudaSuccess);
+	prm.dst = (uint64_t)(uintptr_t)dst;
+	prm.row = ROW;
+	prm.count = 2;
+	entry(0, slab, 0, 3, 0);
+	entry(1, slab + 3 * ROW, 3, 3, 0);
+	CHK(launch(f, 0) == CUDA_SUCCESS);
+	CHK(cudaMemcpy(back, dst, sizeof(back), cudaMemcpyDeviceToHost) == cudaSuccess);
+	for (i = 0; i < 6 * ROW; i++) {
+		if (back[i] != src[i]) {
+			wrong++;
+			where = i;
+		}
+	}
+	CHK(wrong == 1 && where >= 5 * ROW);
+}
+
+static void test_broken(void)
+{
+	const char *env[] = { "FAKECUDA_KERNEL", "broken", NULL };
+
+	CU_ASSERT(child_ok(in_child(child_broken, env)));
+}
+
+static void child_none(void)
+{
+	CUmodule m;
+
+	CHK(cudaFree(0) == cudaSuccess);
+	CHK(cuInit(0) == CUDA_SUCCESS);
+	CHK(cuModuleLoadData(&m, ptx) == CUDA_ERROR_NO_BINARY_FOR_GPU);
+	CHK(cuModuleLoadDataEx(&m, ptx, 0, NULL, NULL) == CUDA_ERROR_NO_BINARY_FOR_GPU);
+	CHK(cudaGetLastError() == cudaSuccess);
+}
+
+static void test_none(void)
+{
+	const char *env[] = { "FAKECUDA_KERNEL", "none", NULL };
+
+	CU_ASSERT(child_ok(in_child(child_none, env)));
+}
+
+/* ---- refusals ---- */
+
+/* Reads back what this process wrote on stderr since it was redirected. */
+static int count_lines(int fd, const char *prefix)
+{
+	char buf[16384], *p;
+	ssize_t n;
+	int lines = 0;
+
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	for (p = buf; (p = strstr(p, prefix)); p++)
+		lines++;
+	return lines;
+}
+
+/*
+ * Launches that would touch bytes outside one allocation of the device,
+ * break the no-overlap contract, or have an impossible shape are refused
+ * with CUDA_ERROR_INVALID_VALUE, each with one line on stderr, counted in
+ * kernel_faults, and run nothing.
+ */
+static void child_refusals(void)
+{
+	char path[] = "/tmp/fakecuda-kernel-XXXXXX";
+	unsigned char *dst, *slab, *other;
+	CUfunction f = load_gather();
+	void *args[] = { &prm };
+	int fd = mkstemp(path), saved = dup(2), faults = 0;
+
+	CHK(fd >= 0 && saved >= 0);
+	unlink(path);
+	CHK(cudaMalloc((void **)&dst, 10 * ROW) == cudaSuccess);
+	CHK(cudaMalloc((void **)&slab, 10 * ROW) == cudaSuccess);
+	CHK(cudaSetDevice(1) == cudaSuccess);
+	CHK(cudaMalloc((void **)&other, 10 * ROW) == cudaSuccess);
+	CHK(cudaSetDevice(0) == cudaSuccess);
+	dup2(fd, 2);
+#define REFUSED() do { CHK(launch(f, 0) == CUDA_ERROR_INVALID_VALUE); \
+	CHK(counter("kernel_faults") == (unsigned long long)++faults); } while (0)
+	prm.dst = (uint64_t)(uintptr_t)dst;
+	prm.row = ROW;
+	prm.count = 1;
+	entry(0, slab + 1, 0, 10, 0);        /* slab range one byte past its allocation */
+	REFUSED();
+	entry(0, slab, 1, 10, 1);            /* destination rows past the allocation */
+	REFUSED();
+	entry(0, other, 0, 1, 0);            /* memory of another device */
+	REFUSED();
+	entry(0, (unsigned char *)path, 0, 1, 0); /* host memory */
+	REFUSED();
+	prm.row = 1ULL << 40;
+	entry(0, slab, 0, 0x7fffffffu, 0);   /* rows whose bytes overflow 64 bits */
+	REFUSED();
+	prm.row = ROW;
+	prm.count = 2;
+	entry(0, slab, 0, 2, 0);
+	entry(1, slab + 2 * ROW, 1, 2, 0);   /* two hits write row 1 */
+	REFUSED();
+	entry(1, slab + ROW, 5, 1, 1);       /* a capture writes slab bytes a hit reads */
+	REFUSED();
+	entry(1, slab + 5 * ROW, 1, 1, 1);   /* a capture reads a row a hit writes */
+	REFUSED();
+	entry(0, dst + 4 * ROW, 0, 1, 0);    /* a hit reading a row another hit writes */
+	entry(1, slab, 4, 1, 0);
+	REFUSED();
+	entry(0, slab, 0, 1, 0);
+	entry(1, slab + ROW, 1, 1, 0);
+	prm.count = 0;
+	REFUSED();
+	prm.count = GMAX + 1;
+	REFUSED();
+	prm.count = 2;
+	prm.row = 0;
+	REFUSED();
+	prm.row = ROW;
+	CHK(cuLaunchKernel(f, 0, 1, 1, 128, 1, 1, 0, 0, args, NULL) == CUDA_ERROR_INVALID_VALUE);
+	CHK(cuLaunchKernel(f, 1, 1, 1, 2048, 1, 1, 0, 0, args, NULL) == CUDA_ERROR_INVALID_VALUE);
+	CHK(cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, 0, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
+	faults += 3;
+	CHK(counter("kernel_faults") == (unsigned long long)faults);
+#undef REFUSED
+	dup2(saved, 2);
+	CHK(count_lines(fd, "fakecuda: vrampool_gather") == faults);
+	CHK(counter("kernel_launches") == 0 && counter("d2d_calls") == 0);
+	/* The same parameters, now valid, run. */
+	CHK(launch(f, 0) == CUDA_SUCCESS);
+	CHK(cuCtxSynchronize() == CUDA_SUCCESS);
+	CHK(counter("kernel_launches") == 1 && counter("kernel_bytes") == 2 * ROW);
+}
+
+static void test_refusals(void)
+{
+	const char *env[] = { "FAKECUDA_DEVICES", "2", NULL };
+
+	CU_ASSERT(child_ok(in_child(child_refusals, env)));
+}
+
+/* ---- modules, functions, entry points, injected faults ---- */
+
+static void child_modules(void)
+{
+	static const unsigned char elf[] = { 0x7f, 'E', 'L', 'F', 2, 1, 1, 0 };
+	CUresult (*load)(CUmodule *, const void *);
+	CUresult (*lk)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+		       unsigned, CUstream, void **, void **);
+	CUdriverProcAddressQueryResult q;
+	CUmodule m, m2;
+	CUfunction f, g;
+	unsigned char *dst, *slab;
+
+	CHK(cuModuleLoadData(&m, ptx) == CUDA_ERROR_NOT_INITIALIZED);
+	CHK(cuInit(0) == CUDA_SUCCESS);
+	CHK(cuModuleLoadData(&m, ptx) == CUDA_ERROR_INVALID_CONTEXT);
+	CHK(cudaFree(0) == cudaSuccess);
+	/* The third load is an injected fault (FAKECUDA_FAIL=cuModuleLoadData#3). */
+	CHK(cuModuleLoadData(&m, ptx) == CUDA_ERROR_UNKNOWN);
+	CHK(counter("injected_faults") == 1);
+	CHK(cuModuleLoadData(&m, elf) == CUDA_ERROR_INVALID_IMAGE);
+	CHK(cuModuleLoadData(&m, ".version 8.0\n.visible .entry vrampool_gathers(\n)") ==
+	    CUDA_ERROR_INVALID_IMAGE);
+	CHK(cuModuleLoadData(&m, NULL) == CUDA_ERROR_INVALID_VALUE);
+	CHK(cuModuleLoadData(&m, ptx) == CUDA_SUCCESS);
+	CHK(cuModuleGetFunction(&f, m, "vrampool_scatter") == CUDA_ERROR_NOT_FOUND);
+	CHK(cuModuleGetFunction(&f, m, "vrampool_gather") == CUDA_SUCCESS);
+
+	/* Through cuGetProcAddress, as the shim reaches the driver. */
+	CHK(cuGetProcAddress_v2("cuModuleLoadData", (void **)&load, 12000, 0, &q) == CUDA_SUCCESS);
+	CHK(q == CU_GET_PROC_ADDRESS_SUCCESS && load == cuModuleLoadData);
+	CHK(load(&m2, ptx) == CUDA_SUCCESS);
+	CHK(cuModuleGetFunction(&g, m2, "vrampool_gather") == CUDA_SUCCESS && g != f);
+	CHK(cuGetProcAddress_v2("cuLaunchKernel", (void **)&lk, 12000,
+				CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &q) == CUDA_SUCCESS);
+	{
+		void *ptsz = dlsym(RTLD_DEFAULT, "cuLaunchKernel_ptsz");
+
+		CHK(lk != NULL && ptsz != NULL && memcmp(&lk, &ptsz, sizeof(ptsz)) == 0);
+	}
+	CHK(cuGetProcAddress_v2("cuModuleUnload", (void **)&load, 12000, 0, &q) == CUDA_SUCCESS);
+	CHK(cuGetProcAddress_v2("cuModuleGetFunction", (void **)&load, 12000, 0, &q) == CUDA_SUCCESS);
+	CHK(cuGetProcAddress_v2("cuModuleLoadDataEx", (void **)&load, 12000, 0, &q) == CUDA_SUCCESS);
+
+	CHK(cudaMalloc((void **)&dst, ROW) == cudaSuccess);
+	CHK(cudaMalloc((void **)&slab, ROW) == cudaSuccess);
+	prm.dst = (uint64_t)(uintptr_t)dst;
+	prm.row = ROW;
+	prm.count = 1;
+	entry(0, slab, 0, 1, 0);
+	{
+		void *args[] = { &prm };
+
+		CHK(lk(g, 1, 1, 1, 32, 1, 1, 0, 0, args, NULL) == CUDA_SUCCESS);
+		/* The second cuLaunchKernel is an injected fault (cuLaunchKernel#2). */
+		CHK(launch(f, 0) == CUDA_SUCCESS);
+		CHK(launch(f, 0) == CUDA_ERROR_UNKNOWN);
+		CHK(launch(f, 0) == CUDA_SUCCESS);
+		CHK(counter("injected_faults") == 2 && counter("kernel_launches") == 3);
+		CHK(counter("cuLaunchKernel_ptsz") == 1);
+	}
+
+	/* Unloading kills the module and its function. */
+	CHK(cuModuleUnload(m2) == CUDA_SUCCESS);
+	CHK(cuModuleUnload(m2) == CUDA_ERROR_INVALID_HANDLE);
+	CHK(cuModuleGetFunction(&g, m2, "vrampool_gather") == CUDA_ERROR_INVALID_HANDLE);
+	CHK(launch(g, 0) == CUDA_ERROR_INVALID_HANDLE);
+	CHK(launch((CUfunction)&prm, 0) == CUDA_ERROR_INVALID_HANDLE);
+	/* A device reset ends the context: its modules die with it. */
+	CHK(cudaDeviceReset() == cudaSuccess);
+	CHK(cudaFree(0) == cudaSuccess);
+	CHK(cuModuleGetFunction(&g, m, "vrampool_gather") == CUDA_ERROR_INVALID_HANDLE);
+	CHK(launch(f, 0) == CUDA_ERROR_INVALID_HANDLE);
+	CHK(counter("kernel_faults") == 0);
+	CHK(cuModuleLoadData(&m, ptx) == CUDA_SUCCESS);
+}
+
+static void test_modules(void)
+{
+	const char *env[] = { "FAKECUDA_FAIL", "cuModuleLoadData#3,cuLaunchKernel#2", NULL };
+
+	CU_ASSERT(child_ok(in_child(child_modules, env)));
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned failed;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	s = CU_add_suite("the emulated gather kernel", NULL, NULL);
+	CU_add_test(s, "a launch moves rows both ways at odd alignments, from parameters copied at call time", test_directions);
+	CU_add_test(s, "a launch on the legacy stream waits for blocking streams only", test_legacy_order);
+	CU_add_test(s, "a capture sees a just-delivered row, and stream capture makes a kernel node", test_capture_fresh_row);
+	CU_add_test(s, "a broken kernel gets one byte of its last row wrong", test_broken);
+	CU_add_test(s, "without a kernel binary the module load fails", test_none);
+	CU_add_test(s, "a launch outside its allocations or against the contract is refused loudly", test_refusals);
+	CU_add_test(s, "modules load from PTX text, live in their context, and fail on demand", test_modules);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failed = CU_get_number_of_tests_failed();
+	CU_cleanup_registry();
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,676 @@
+/*
+ * Unit tests of device: the gather kernel's source (run on the host over
+ * simulated threads), its host side on the emulated device (load, self-test,
+ * retry, launches on every kind of stream), the legacy-stream bridge's
+ * retry, and fault counting.
+ *
+ * The emulated device reads its FAKECUDA_* variables at its first call, and
+ * device.c keeps per-process state, so every device case runs in a fork()ed
+ * child (tests/fakecuda/check/harness.h) that exits with the line of its
+ * first failed check; the parent never touches CUDA.
+ */
+#include <CUnit/Basic.h>
+#include <cuda.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../fakecuda/check/harness.h"
+#include "device.h"
+#include "log.h"
+#include "stats.h"
+
+/* The kernel's body as plain C: gather_one and what it calls. */
+#define GATHER_HOST 1
+#include "../../shim/gather.cu"
+
+/* ---- the kernel source on the host ------------------------------------------ */
+
+/*
+ * Runs the kernel's loops over a simulated grid: every (block, thread) of a
+ * gx x gy grid of bdx-thread blocks, one after another. The kernel has no
+ * shared memory or barriers, so any order of threads is a valid schedule.
+ */
+static void t_host_kernel(const struct dev_gather_params *p, uint32_t gx, uint32_t gy, uint32_t bdx)
+{
+	for (uint32_t by = 0; by < gy; by++)
+		for (uint32_t bx = 0; bx < gx; bx++)
+			for (uint32_t tx = 0; tx < bdx; tx++)
+				for (uint32_t e = by; e < p->count; e += gy)
+					gather_one(p, e, (uint64_t)bx * bdx + tx, (uint64_t)gx * bdx);
+}
+
+static void t_random(unsigned char *p, size_t n, unsigned *seed)
+{
+	for (size_t i = 0; i < n; i++) {
+		*seed = *seed * 1103515245u + 12345u;
+		p[i] = (unsigned char)(*seed >> 16);
+	}
+}
+
+/*
+ * Every source and destination offset modulo 16 and lengths around every
+ * word size, with 1, 5 and 64 threads: exactly the len bytes change, to
+ * the source's values. Under UBSan a misaligned word access fails too
+ * (the host's word types carry the device's alignment).
+ */
+static void test_host_entry_alignments(void)
+{
+	static const uint64_t lens[] = { 0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 257 };
+	static const uint64_t strides[] = { 1, 5, 64 };
+	enum { CAP = 512 };
+	_Alignas(16) unsigned char src[CAP], dst[CAP], want[CAP];
+	unsigned seed = 1;
+	int bad = 0;
+
+	for (int so = 0; so < 16; so++)
+		for (int dof = 0; dof < 16; dof++)
+			for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++)
+				for (size_t st = 0; st < sizeof(strides) / sizeof(strides[0]); st++) {
+					uint64_t len = lens[l];
+
+					t_random(src, CAP, &seed);
+					t_random(dst, CAP, &seed);
+					memcpy(want, dst, CAP);
+					memcpy(want + 32 + dof, src + 32 + so, len);
+					for (uint64_t t = 0; t < strides[st]; t++)
+						gather_entry(dst + 32 + dof, src + 32 + so, len, t, strides[st]);
+					bad += memcmp(dst, want, CAP) != 0;
+				}
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+/*
+ * Whole parameter blocks: odd and even row sizes, hits and captures mixed,
+ * slab addresses at every offset, several simulated grids (one block, more
+ * blocks than work, fewer entry rows than entries).
+ */
+static void test_host_params(void)
+{
+	static const uint64_t rows[] = { 1, 3, 4, 8, 16, 37, 1029 };
+	static const uint32_t grids[][3] = { { 1, 1, 1 }, { 1, 3, 32 }, { 4, 2, 7 }, { 2, 64, 16 } };
+	struct dev_gather_params *p = malloc(sizeof(*p));
+	unsigned seed = 7;
+	int bad = 0;
+
+	CU_ASSERT_FATAL(p != NULL);
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
+		for (size_t g = 0; g < sizeof(grids) / sizeof(grids[0]); g++) {
+			uint64_t row = rows[r], dsize = 0, ssize = 0;
+			uint32_t n = 12, next = 0;
+			unsigned char *dst, *slab, *wd, *ws;
+
+			/* Plan: each entry its own destination rows and slab space. */
+			for (uint32_t i = 0; i < n; i++) {
+				uint32_t nr = 1 + i % 4;
+
+				ssize = ((ssize + 15) & ~(uint64_t)15) + i % 16 + nr * row;
+				next += nr;
+			}
+			dsize = 5 + (uint64_t)next * row + 16;
+			ssize += 16;
+			dst = malloc(dsize);
+			slab = malloc(ssize);
+			wd = malloc(dsize);
+			ws = malloc(ssize);
+			CU_ASSERT_FATAL(dst && slab && wd && ws);
+			t_random(dst, dsize, &seed);
+			t_random(slab, ssize, &seed);
+			memcpy(wd, dst, dsize);
+			memcpy(ws, slab, ssize);
+			memset(p, 0, sizeof(*p));
+			p->dst = (dev_ptr)(uintptr_t)(dst + 5);
+			p->row = row;
+			p->count = n;
+			next = 0;
+			ssize = 0;
+			for (uint32_t i = 0; i < n; i++) {
+				uint32_t nr = 1 + i % 4;
+				uint64_t at = ((ssize + 15) & ~(uint64_t)15) + i % 16, doff = 5 + (uint64_t)next * row;
+				int cap = (i * 7 + (unsigned)r) % 3 == 0;
+
+				p->entries[i] = (struct dev_gather_entry){ .slab = (dev_ptr)(uintptr_t)(slab + at),
+									   .dst_row = next,
+									   .nrows_dir = nr | (cap ? DEV_GATHER_CAPTURE : 0) };
+				if (cap)
+					memcpy(ws + at, wd + doff, nr * row);
+				else
+					memcpy(wd + doff, ws + at, nr * row);
+				ssize = at + nr * row;
+				next += nr;
+			}
+			t_host_kernel(p, grids[g][0], grids[g][1], grids[g][2]);
+			bad += memcmp(dst, wd, dsize) != 0 || memcmp(slab, ws, ssize + 16) != 0;
+			free(dst);
+			free(slab);
+			free(wd);
+			free(ws);
+		}
+	CU_ASSERT_EQUAL(bad, 0);
+	free(p);
+}
+
+/* ---- the host side on the emulated device ------------------------------------ */
+
+static __typeof__(cuInit) *t_init;
+static __typeof__(cuDevicePrimaryCtxRetain) *t_retain;
+static __typeof__(cuCtxSetCurrent) *t_setctx;
+static __typeof__(cuMemcpyHtoD_v2) *t_htod;
+static __typeof__(cuMemcpyHtoDAsync_v2) *t_htod_async;
+static __typeof__(cuMemcpyDtoH_v2) *t_dtoh;
+static __typeof__(cuStreamCreate) *t_stream_create;
+static __typeof__(cuStreamSynchronize) *t_sync;
+static __typeof__(cuLaunchHostFunc) *t_host_func;
+static int (*t_device_reset)(void);     /* cudaDeviceReset */
+
+/* In a child: binds device 0's primary context and opens the driver for device.c. */
+static void t_open(void)
+{
+	/* Global, so that the harness finds fakecuda_counter. */
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+	CUcontext ctx;
+
+	CHK(h != NULL);
+	*(void **)&t_init = dlsym(h, "cuInit");
+	*(void **)&t_retain = dlsym(h, "cuDevicePrimaryCtxRetain");
+	*(void **)&t_setctx = dlsym(h, "cuCtxSetCurrent");
+	*(void **)&t_htod = dlsym(h, "cuMemcpyHtoD_v2");
+	*(void **)&t_htod_async = dlsym(h, "cuMemcpyHtoDAsync_v2");
+	*(void **)&t_dtoh = dlsym(h, "cuMemcpyDtoH_v2");
+	*(void **)&t_stream_create = dlsym(h, "cuStreamCreate");
+	*(void **)&t_sync = dlsym(h, "cuStreamSynchronize");
+	*(void **)&t_host_func = dlsym(h, "cuLaunchHostFunc");
+	*(void **)&t_device_reset = dlsym(h, "cudaDeviceReset");
+	CHK(t_init && t_retain && t_setctx && t_htod && t_htod_async && t_dtoh && t_stream_create && t_sync &&
+	    t_host_func && t_device_reset);
+	CHK(t_init(0) == CUDA_SUCCESS && t_retain(&ctx, 0) == CUDA_SUCCESS && t_setctx(ctx) == CUDA_SUCCESS);
+	CHK(device_open() == 0);
+	stats_reset(1, "");
+}
+
+/* Sends this child's stderr to a fresh file and turns VRAMPOOL_VERBOSE on. */
+static void t_verbose_to(char *path)
+{
+	int fd = mkstemp(path);
+
+	CHK(fd >= 0 && dup2(fd, 2) == 2);
+	close(fd);
+	log_set_verbose(1);
+}
+
+/* Returns how many lines of the file at path contain every one of the strings (NULL-terminated). */
+static int t_lines_with(const char *path, ...)
+{
+	char line[1024];
+	FILE *f = fopen(path, "r");
+	int n = 0;
+
+	CHK(f != NULL);
+	while (fgets(line, sizeof(line), f)) {
+		const char *want;
+		va_list ap;
+		int all = 1;
+
+		va_start(ap, path);
+		while ((want = va_arg(ap, const char *)))
+			all &= strstr(line, want) != NULL;
+		va_end(ap);
+		n += all;
+	}
+	fclose(f);
+	unlink(path);
+	return n;
+}
+
+static int t_gather_text_is(const char *want)
+{
+	char buf[64];
+
+	stats_get_text(STATS_GATHER, buf, sizeof(buf));
+	return strcmp(buf, want) == 0;
+}
+
+/*
+ * One gather of n random entries (rows of row bytes, hits and captures,
+ * slab offsets 0..15, destination at dst_off) on stream s, checked byte by
+ * byte on both sides, including that nothing else changed.
+ */
+static void t_gather_case(uint64_t row, uint32_t dst_off, uint32_t n, unsigned seed, dev_stream s)
+{
+	struct dev_gather_entry *e = malloc(n * sizeof(*e));
+	uint64_t dsize, ssize = 0, next = 0, launches = stats_get(ST_GATHER_LAUNCHES);
+	unsigned char *hd, *hs, *wd, *ws;
+	dev_ptr dst, slab;
+
+	CHK(e != NULL);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t nr = 1 + (seed + i) % 3;
+
+		e[i].dst_row = (uint32_t)next;
+		e[i].nrows_dir = nr | ((seed + i * 5) % 2 ? DEV_GATHER_CAPTURE : 0);
+		e[i].slab = ((ssize + 15) & ~(uint64_t)15) + (seed * 3 + i) % 16;     /* an offset for now */
+		ssize = e[i].slab + nr * row;
+		next += nr;
+	}
+	dsize = dst_off + next * row;
+	hd = malloc(dsize);
+	wd = malloc(dsize);
+	hs = malloc(ssize);
+	ws = malloc(ssize);
+	CHK(hd && wd && hs && ws);
+	t_random(hd, dsize, &seed);
+	t_random(hs, ssize, &seed);
+	memcpy(wd, hd, dsize);
+	memcpy(ws, hs, ssize);
+	CHK(device_mem_alloc(0, dsize, &dst) == 0 && device_mem_alloc(0, ssize, &slab) == 0);
+	CHK(t_htod(dst, hd, dsize) == CUDA_SUCCESS && t_htod(slab, hs, ssize) == CUDA_SUCCESS);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t len = (e[i].nrows_dir & ~DEV_GATHER_CAPTURE) * row, at = e[i].slab;
+		uint64_t doff = dst_off + (uint64_t)e[i].dst_row * row;
+
+		if (e[i].nrows_dir & DEV_GATHER_CAPTURE)
+			memcpy(ws + at, wd + doff, len);
+		else
+			memcpy(wd + doff, ws + at, len);
+		e[i].slab += slab;
+	}
+	CHK(device_gather(0, dst + dst_off, row, e, n, s) == 0);
+	CHK(stats_get(ST_GATHER_LAUNCHES) - launches == (n + DEV_GATHER_MAX - 1) / DEV_GATHER_MAX);
+	CHK(t_sync((CUstream)s) == CUDA_SUCCESS);
+	CHK(t_dtoh(hd, dst, dsize) == CUDA_SUCCESS && t_dtoh(hs, slab, ssize) == CUDA_SUCCESS);
+	CHK(memcmp(hd, wd, dsize) == 0);
+	CHK(memcmp(hs, ws, ssize) == 0);
+	CHK(device_mem_free(0, dst) == 0 && device_mem_free(0, slab) == 0);
+	free(hd);
+	free(wd);
+	free(hs);
+	free(ws);
+	free(e);
+}
+
+static void c_self_test_passes(void)
+{
+	char log[] = "/tmp/vrampool-test-device-XXXXXX";
+
+	t_open();
+	t_verbose_to(log);
+	CHK(device_gather_ready(0) == 1);
+	CHK(t_gather_text_is("kernel"));
+	CHK(counter("cuModuleLoadData") == 1);
+	/* The pattern came from memsets, not from the host. */
+	CHK(counter("h2d_bytes") == 0 && counter("memset_calls") > 0);
+	CHK(counter("kernel_launches") >= 1 && stats_get(ST_DEVICE_OPS) > 0);
+	CHK(stats_get(ST_POOL_FAULTS) == 0 && stats_get(ST_GATHER_LAUNCHES) == 0);
+	/* Its memory is given back; later calls neither load nor test again. */
+	CHK(counter("alloc_bytes") == 0);
+	for (int i = 0; i < 50; i++)
+		CHK(device_gather_ready(0) == 1);
+	CHK(counter("cuModuleLoadData") == 1 && counter("cuMemAlloc_v2") == 1);
+	CHK(t_lines_with(log, "vrampool: device 0: the gather kernel loaded and passed its self-test", NULL) == 1);
+}
+
+static void test_self_test_passes(void)
+{
+	CU_ASSERT(child_ok(in_child(c_self_test_passes, NULL)));
+}
+
+/* The kernel is off for the context, for good: later calls try nothing. */
+static void t_off_for_good(unsigned long long loads)
+{
+	CHK(device_gather_ready(0) == 0);
+	CHK(t_gather_text_is("batched copy"));
+	for (int i = 0; i < 400; i++)
+		CHK(device_gather_ready(0) == 0);
+	CHK(counter("cuModuleLoadData") == loads);
+	CHK(device_gather(0, 0x1000, 1, &(struct dev_gather_entry){ 0x2000, 0, 1 }, 1, NULL) == -ENOSYS);
+}
+
+static void c_broken_kernel(void)
+{
+	char log[] = "/tmp/vrampool-test-device-XXXXXX";
+
+	t_open();
+	t_verbose_to(log);
+	t_off_for_good(1);
+	CHK(stats_get(ST_POOL_FAULTS) == 1);
+	CHK(counter("alloc_bytes") == 0);
+	/* Said once, with why and what is used instead. */
+	CHK(t_lines_with(log, "vrampool: device 0: the gather kernel failed its self-test (byte ",
+			 "use batched copies instead", NULL) == 1);
+}
+
+static void c_no_module(void)
+{
+	char log[] = "/tmp/vrampool-test-device-XXXXXX";
+
+	t_open();
+	t_verbose_to(log);
+	t_off_for_good(1);
+	CHK(counter("cuLaunchKernel") == 0 && counter("cuMemAlloc_v2") == 0);
+	CHK(t_lines_with(log, "vrampool: device 0: the gather kernel did not load (cuModuleLoadData: CUDA_ERROR_",
+			 ".version 8.1, .target sm_75", "use batched copies instead", NULL) == 1);
+}
+
+static void test_self_test_fails_on_a_wrong_kernel(void)
+{
+	static const char *const broken[] = { "FAKECUDA_KERNEL", "broken", NULL };
+	static const char *const none[] = { "FAKECUDA_KERNEL", "none", NULL };
+	static const char *const fail_load[] = { "FAKECUDA_FAIL", "cuModuleLoadData", NULL };
+
+	CU_ASSERT(child_ok(in_child(c_broken_kernel, broken)));
+	CU_ASSERT(child_ok(in_child(c_no_module, none)));
+	CU_ASSERT(child_ok(in_child(c_no_module, fail_load)));
+}
+
+/* Every launch fails: retried with back-off, then given up; never blocks. */
+static void c_launch_always_fails(void)
+{
+	int calls = 0;
+
+	t_open();
+	while (counter("cuLaunchKernel") < 5 && calls < 1000) {
+		CHK(device_gather_ready(0) == 0);
+		CHK(t_gather_text_is("batched copy"));
+		calls++;
+	}
+	CHK(counter("cuLaunchKernel") == 5);
+	/* 1 + 4 + 16 + 64 + 256 calls: the back-off between the attempts. */
+	CHK(calls == 1 + 4 + 1 + 16 + 1 + 64 + 1 + 256 + 1);
+	for (int i = 0; i < 2000; i++)
+		CHK(device_gather_ready(0) == 0);
+	CHK(counter("cuLaunchKernel") == 5 && counter("cuModuleLoadData") == 1);
+	CHK(stats_get(ST_POOL_FAULTS) == 5);
+	/* Each failed attempt freed its memory. */
+	CHK(counter("alloc_bytes") == 0);
+}
+
+static void test_launch_failure_is_retried_then_given_up(void)
+{
+	static const char *const env[] = { "FAKECUDA_FAIL", "cuLaunchKernel", NULL };
+
+	CU_ASSERT(child_ok(in_child(c_launch_always_fails, env)));
+}
+
+/* One failure that passes: the next attempt (after the back-off) succeeds. */
+static void c_transient(void)
+{
+	int calls = 1;
+
+	t_open();
+	CHK(device_gather_ready(0) == 0);
+	CHK(t_gather_text_is("batched copy"));
+	CHK(stats_get(ST_POOL_FAULTS) == 1);
+	while (device_gather_ready(0) == 0 && calls < 100)
+		calls++;
+	CHK(calls == 1 + 4);
+	CHK(device_gather_ready(0) == 1);
+	CHK(t_gather_text_is("kernel"));
+	CHK(counter("cuModuleLoadData") == 1);
+	t_gather_case(37, 3, 9, 5, NULL);
+}
+
+static void test_transient_self_test_failure_is_retried(void)
+{
+	static const char *const alloc[] = { "FAKECUDA_FAIL", "cuMemAlloc_v2#1", NULL };
+	static const char *const launch[] = { "FAKECUDA_FAIL", "cuLaunchKernel#2", NULL };
+	static const char *const readback[] = { "FAKECUDA_FAIL", "cuMemcpyDtoHAsync_v2#1", NULL };
+
+	CU_ASSERT(child_ok(in_child(c_transient, alloc)));
+	CU_ASSERT(child_ok(in_child(c_transient, launch)));
+	CU_ASSERT(child_ok(in_child(c_transient, readback)));
+}
+
+static void c_gather_alignments(void)
+{
+	static const uint64_t rows[] = { 1, 2, 3, 5, 16, 37, 64, 1029, 4101 };
+	static const uint32_t offs[] = { 0, 1, 3, 8 };
+	CUstream s;
+
+	t_open();
+	CHK(device_gather_ready(0) == 1);
+	CHK(t_stream_create(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
+		for (size_t o = 0; o < sizeof(offs) / sizeof(offs[0]); o++)
+			t_gather_case(rows[r], offs[o], 1 + (uint32_t)(r * 4 + o) % 17, (unsigned)(r * 31 + o), s);
+	/* More entries than one launch takes: one launch per DEV_GATHER_MAX. */
+	t_gather_case(3, 1, 2 * DEV_GATHER_MAX + 5, 99, s);
+	CHK(stats_get(ST_POOL_FAULTS) == 0);
+}
+
+static void test_gather_alignments(void)
+{
+	CU_ASSERT(child_ok(in_child(c_gather_alignments, NULL)));
+}
+
+static void *t_per_thread(void *arg)
+{
+	CUcontext ctx;
+
+	(void)arg;
+	CHK(t_retain(&ctx, 0) == CUDA_SUCCESS && t_setctx(ctx) == CUDA_SUCCESS);
+	t_gather_case(37, 5, 7, 3, DEV_STREAM_PER_THREAD);
+	return NULL;
+}
+
+/*
+ * The legacy stream, both its handles, and per-thread streams; and the
+ * legacy stream's order: a capture enqueued on it reads the rows a blocking
+ * stream's earlier (held) copy writes, never what was there before.
+ */
+static void c_streams(void)
+{
+	enum { ROW = 41, ROWS = 6 };
+	unsigned char fresh[ROW * ROWS], back[ROW * ROWS];
+	struct dev_gather_entry e[2];
+	dev_stream legacy[2] = { NULL, DEV_STREAM_LEGACY };
+	unsigned seed = 11;
+	dev_ptr dst, slab;
+	pthread_t th;
+	CUstream x;
+
+	t_open();
+	CHK(device_gather_ready(0) == 1);
+	t_gather_case(37, 1, 10, 1, NULL);
+	t_gather_case(37, 2, 10, 2, DEV_STREAM_LEGACY);
+	t_gather_case(37, 3, 10, 3, DEV_STREAM_PER_THREAD);
+	CHK(pthread_create(&th, NULL, t_per_thread, NULL) == 0);
+	CHK(pthread_join(th, NULL) == 0);
+
+	CHK(t_stream_create(&x, CU_STREAM_DEFAULT) == CUDA_SUCCESS);
+	CHK(device_mem_alloc(0, ROW * ROWS, &dst) == 0 && device_mem_alloc(0, ROW * ROWS + 16, &slab) == 0);
+	for (int l = 0; l < 2; l++) {
+		t_random(back, sizeof(back), &seed);
+		CHK(t_htod(dst, back, sizeof(back)) == CUDA_SUCCESS);
+		t_random(fresh, sizeof(fresh), &seed);
+		atomic_store(&gate, 0);
+		CHK(t_host_func(x, hold_stream, NULL) == CUDA_SUCCESS);
+		CHK(t_htod_async(dst, fresh, sizeof(fresh), x) == CUDA_SUCCESS);
+		e[0] = (struct dev_gather_entry){ slab + 3, 0, 2 | DEV_GATHER_CAPTURE };
+		e[1] = (struct dev_gather_entry){ slab + 3 + 2 * ROW, 2, (ROWS - 2) | DEV_GATHER_CAPTURE };
+		CHK(device_gather(0, dst, ROW, e, 2, legacy[l]) == 0);
+		atomic_store(&gate, 1);
+		CHK(t_sync(NULL) == CUDA_SUCCESS);
+		CHK(t_dtoh(back, slab + 3, sizeof(back)) == CUDA_SUCCESS);
+		CHK(memcmp(back, fresh, sizeof(fresh)) == 0);
+	}
+	/* A thread whose current context is not the primary one: nothing enqueued. */
+	CHK(t_setctx(NULL) == CUDA_SUCCESS);
+	CHK(device_gather(0, dst, ROW, e, 2, NULL) == -EXDEV);
+}
+
+static void test_streams(void)
+{
+	CU_ASSERT(child_ok(in_child(c_streams, NULL)));
+}
+
+/* A launch that fails: -EIO, a fault, no launch counted. */
+static void c_failed_launch(void)
+{
+	struct dev_gather_entry e = { 0, 0, 1 };
+	dev_ptr buf;
+
+	t_open();
+	CHK(device_gather_ready(0) == 1);
+	CHK(device_mem_alloc(0, 256, &buf) == 0);
+	e.slab = buf + 128;
+	CHK(device_gather(0, buf, 64, &e, 1, NULL) == -EIO);
+	CHK(stats_get(ST_POOL_FAULTS) == 1 && stats_get(ST_GATHER_LAUNCHES) == 0);
+	/* Still the same context: the kernel stays ready. */
+	CHK(device_gather_ready(0) == 1 && counter("cuModuleLoadData") == 1);
+}
+
+static void test_failed_launch(void)
+{
+	static const char *const env[] = { "FAKECUDA_FAIL", "cuLaunchKernel@3", NULL };
+
+	CU_ASSERT(child_ok(in_child(c_failed_launch, env)));
+}
+
+/*
+ * After a device reset the module is gone: a launch fails once and the
+ * kernel is loaded and tested again in the new context; device_forget
+ * (what pool_get calls on a new context id) does the same without a failure.
+ */
+static void c_reset(void)
+{
+	struct dev_gather_entry e = { 0, 0, 1 };
+	dev_ptr buf;
+
+	t_open();
+	CHK(device_gather_ready(0) == 1);
+	CHK(t_device_reset() == 0);
+	CHK(device_mem_alloc(0, 256, &buf) == 0);
+	e.slab = buf + 128;
+	CHK(device_gather(0, buf, 64, &e, 1, NULL) == -EIO);
+	CHK(device_gather_ready(0) == 1);
+	CHK(counter("cuModuleLoadData") == 2);
+	t_gather_case(37, 1, 6, 8, NULL);
+
+	CHK(t_device_reset() == 0);
+	device_forget(0);
+	CHK(device_gather_ready(0) == 1);
+	CHK(counter("cuModuleLoadData") == 3);
+	t_gather_case(37, 1, 6, 9, NULL);
+}
+
+static void test_reset(void)
+{
+	CU_ASSERT(child_ok(in_child(c_reset, NULL)));
+}
+
+/*
+ * The bridge of the legacy stream: its first creation fails; the batch goes
+ * as single copies (bytes right), and a later call makes the bridge.
+ */
+static void c_bridge_retry(void)
+{
+	enum { N = 4, LEN = 300 };
+	unsigned char h[N * LEN], back[N * LEN];
+	dev_ptr src, dst, dsts[N], srcs[N];
+	uint64_t sizes[N];
+	unsigned seed = 3;
+	int calls = 0;
+
+	t_open();
+	CHK(device_mem_alloc(0, sizeof(h), &src) == 0 && device_mem_alloc(0, sizeof(h), &dst) == 0);
+	for (int i = 0; i < N; i++) {
+		srcs[i] = src + (uint64_t)i * LEN;
+		dsts[i] = dst + (uint64_t)(N - 1 - i) * LEN;
+		sizes[i] = LEN;
+	}
+	do {
+		t_random(h, sizeof(h), &seed);
+		CHK(t_htod(src, h, sizeof(h)) == CUDA_SUCCESS);
+		CHK(device_copy_dtod_many(0, dsts, srcs, sizes, N, calls % 2 ? DEV_STREAM_LEGACY : NULL) == 0);
+		CHK(t_sync(NULL) == CUDA_SUCCESS);
+		CHK(t_dtoh(back, dst, sizeof(back)) == CUDA_SUCCESS);
+		for (int i = 0; i < N; i++)
+			CHK(memcmp(back + (N - 1 - i) * LEN, h + i * LEN, LEN) == 0);
+		if (++calls == 1)
+			CHK(counter("cuMemcpyBatchAsync_v2") == 0 && counter("cuMemcpyDtoDAsync_v2") == N);
+	} while (counter("cuMemcpyBatchAsync_v2") == 0 && calls < 100);
+	CHK(calls == 1 + 4 + 1);
+	CHK(counter("cuStreamCreate") == 2);
+	CHK(stats_get(ST_POOL_FAULTS) == 1);
+}
+
+static void test_bridge_retry(void)
+{
+	static const char *const env[] = { "FAKECUDA_FAIL", "cuStreamCreate#1", NULL };
+
+	CU_ASSERT(child_ok(in_child(c_bridge_retry, env)));
+}
+
+static atomic_int t_done;
+
+static void t_slow_done(void *arg)
+{
+	(void)arg;
+	sleep_ms(20);
+	atomic_store(&t_done, 1);
+}
+
+static void c_stream_sync(void)
+{
+	t_open();
+	CHK(t_host_func(NULL, t_slow_done, NULL) == CUDA_SUCCESS);
+	CHK(device_stream_sync(NULL) == 0);
+	CHK(atomic_load(&t_done) == 1);
+	CHK(stats_get(ST_POOL_FAULTS) == 0);
+}
+
+static void c_stream_sync_fails(void)
+{
+	t_open();
+	CHK(device_stream_sync(NULL) == -EIO);
+	CHK(stats_get(ST_POOL_FAULTS) == 1);
+}
+
+static void test_stream_sync(void)
+{
+	static const char *const env[] = { "FAKECUDA_FAIL", "cuStreamSynchronize", NULL };
+
+	CU_ASSERT(child_ok(in_child(c_stream_sync, NULL)));
+	CU_ASSERT(child_ok(in_child(c_stream_sync_fails, env)));
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	int failed;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	s = CU_add_suite("device", NULL, NULL);
+	CU_add_test(s, "the kernel source copies every alignment and length exactly, on simulated threads",
+		    test_host_entry_alignments);
+	CU_add_test(s, "the kernel source moves hits and captures of whole parameter blocks on any grid",
+		    test_host_params);
+	CU_add_test(s, "the self-test passes on a correct kernel, from memsets alone, once per context",
+		    test_self_test_passes);
+	CU_add_test(s, "a kernel that corrupts a byte, a module that does not load, or a failing load "
+		       "leaves batched copies for good", test_self_test_fails_on_a_wrong_kernel);
+	CU_add_test(s, "a self-test whose launches always fail is retried with back-off, then given up",
+		    test_launch_failure_is_retried_then_given_up);
+	CU_add_test(s, "a self-test that fails once (allocation, launch, readback) is retried and then used",
+		    test_transient_self_test_failure_is_retried);
+	CU_add_test(s, "gathers of many row sizes and alignments, both directions, are exact byte for byte",
+		    test_gather_alignments);
+	CU_add_test(s, "gathers run on the legacy and per-thread streams, in the legacy stream's order",
+		    test_streams);
+	CU_add_test(s, "a failed launch returns -EIO and counts a fault", test_failed_launch);
+	CU_add_test(s, "after a device reset the kernel is loaded and tested again", test_reset);
+	CU_add_test(s, "a failed bridge creation is retried and its batches go one copy at a time meanwhile",
+		    test_bridge_retry);
+	CU_add_test(s, "device_stream_sync waits for the stream and counts its failure", test_stream_sync);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failed = (int)CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return failed ? 1 : 0;
+}
