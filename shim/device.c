@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dlreal.h"
 #include "log.h"
 #include "stats.h"
 
@@ -51,6 +52,7 @@ static struct {
 	__typeof__(cuEventRecord) *event_record;
 	__typeof__(cuEventQuery) *event_query;
 	__typeof__(cuEventDestroy_v2) *event_destroy;
+	__typeof__(cuEventSynchronize) *event_synchronize;
 	__typeof__(cuStreamWaitEvent) *stream_wait_event;
 	__typeof__(cuStreamSynchronize) *stream_synchronize;
 	__typeof__(cuStreamCreate) *stream_create;
@@ -153,7 +155,7 @@ static __thread struct dev_gather_params *device_params;
 /* Takes one driver symbol; returns 0 or -ENOSYS. */
 static int device_sym(void *handle, void **slot, const char *name)
 {
-	*slot = dlsym(handle, name);
+	*slot = dlreal_sym(handle, name);
 	if (!*slot) {
 		log_verbose("driver has no %s; the pool stays off", name);
 		return -ENOSYS;
@@ -190,22 +192,23 @@ static void device_load(void)
 	err |= device_sym(h, (void **)&drv.event_destroy, "cuEventDestroy_v2");
 	err |= device_sym(h, (void **)&drv.stream_wait_event, "cuStreamWaitEvent");
 	err |= device_sym(h, (void **)&drv.stream_synchronize, "cuStreamSynchronize");
+	err |= device_sym(h, (void **)&drv.event_synchronize, "cuEventSynchronize");
 	err |= device_sym(h, (void **)&drv.stream_create, "cuStreamCreate");
 	err |= device_sym(h, (void **)&drv.stream_destroy, "cuStreamDestroy_v2");
 	err |= device_sym(h, (void **)&drv.stream_query, "cuStreamQuery");
 	err |= device_sym(h, (void **)&drv.launch_host_func, "cuLaunchHostFunc");
 	/* Optional: without it every run of rows is its own copy. */
-	*(void **)&drv.memcpy_batch_async = dlsym(h, "cuMemcpyBatchAsync_v2");
-	*(void **)&drv.exchange_capture_mode = dlsym(h, "cuThreadExchangeStreamCaptureMode");
-	*(void **)&drv.ctx_get_id = dlsym(h, "cuCtxGetId");
-	*(void **)&drv.module_load_data = dlsym(h, "cuModuleLoadData");
-	*(void **)&drv.module_get_function = dlsym(h, "cuModuleGetFunction");
-	*(void **)&drv.module_unload = dlsym(h, "cuModuleUnload");
-	*(void **)&drv.launch_kernel = dlsym(h, "cuLaunchKernel");
-	*(void **)&drv.memset_d32_async = dlsym(h, "cuMemsetD32Async");
-	*(void **)&drv.memset_d2d8_async = dlsym(h, "cuMemsetD2D8Async");
-	*(void **)&drv.memcpy_dtoh_async = dlsym(h, "cuMemcpyDtoHAsync_v2");
-	*(void **)&drv.get_error_name = dlsym(h, "cuGetErrorName");
+	*(void **)&drv.memcpy_batch_async = dlreal_sym(h, "cuMemcpyBatchAsync_v2");
+	*(void **)&drv.exchange_capture_mode = dlreal_sym(h, "cuThreadExchangeStreamCaptureMode");
+	*(void **)&drv.ctx_get_id = dlreal_sym(h, "cuCtxGetId");
+	*(void **)&drv.module_load_data = dlreal_sym(h, "cuModuleLoadData");
+	*(void **)&drv.module_get_function = dlreal_sym(h, "cuModuleGetFunction");
+	*(void **)&drv.module_unload = dlreal_sym(h, "cuModuleUnload");
+	*(void **)&drv.launch_kernel = dlreal_sym(h, "cuLaunchKernel");
+	*(void **)&drv.memset_d32_async = dlreal_sym(h, "cuMemsetD32Async");
+	*(void **)&drv.memset_d2d8_async = dlreal_sym(h, "cuMemsetD2D8Async");
+	*(void **)&drv.memcpy_dtoh_async = dlreal_sym(h, "cuMemcpyDtoHAsync_v2");
+	*(void **)&drv.get_error_name = dlreal_sym(h, "cuGetErrorName");
 	for (int i = 0; i < DEVICE_MAX; i++) {
 		pthread_mutex_init(&device_bridges[i].lock, NULL);
 		pthread_mutex_init(&device_kernels[i].lock, NULL);
@@ -1000,6 +1003,21 @@ int device_gather(int dev, dev_ptr dst, uint64_t row, const struct dev_gather_en
 int device_stream_sync(dev_stream s)
 {
 	return device_own(drv.stream_synchronize((CUstream)s));
+}
+
+int device_stream_wait_host(dev_stream s)
+{
+	CUevent e = NULL;
+	int err = device_own(drv.event_create(&e, CU_EVENT_DISABLE_TIMING));
+
+	if (err)
+		return err;
+	stats_add(ST_DEVICE_OPS, 1);
+	err = device_own(drv.event_record(e, (CUstream)s));
+	if (!err)
+		err = device_own(drv.event_synchronize(e));
+	drv.event_destroy(e);
+	return err;
 }
 
 int device_event_new(dev_event *ev)

@@ -192,6 +192,13 @@ int device_gather_ready(int dev);
 int device_gather(int dev, dev_ptr dst, uint64_t row, const struct dev_gather_entry *e, uint32_t n,
 		  dev_stream s);
 
+/*
+ * Waits on the host for everything enqueued on stream s so far through an
+ * event (cuEventRecord, cuEventSynchronize): another way to wait when
+ * cuStreamSynchronize fails. Returns 0 or a negative errno (counted).
+ */
+int device_stream_wait_host(dev_stream s);
+
 /* Waits for all work on stream s (the driver's cuStreamSynchronize). Returns 0 or -EIO (counted as a fault). */
 int device_stream_sync(dev_stream s);
 

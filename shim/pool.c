@@ -187,12 +187,6 @@ struct pool *pool_get(int dev, uint64_t ctx_id)
 	return p;
 }
 
-/* Counts a failure of the pool's own device work (always handled). */
-static void pool_fault(void)
-{
-	stats_add(ST_POOL_FAULTS, 1);
-}
-
 /* The number of copies to wait before attempt failures + 1: 16, 32, 64, ... */
 static uint64_t pool_retry_gap(unsigned failures)
 {
@@ -208,7 +202,6 @@ static void pool_probe(struct pool *p)
 	if (p->matched_seen < p->probe_retry_at)
 		return;
 	if (device_mem_info(p->dev, &b.free, &b.total)) {
-		pool_fault();
 		if (++p->probe_failures < POOL_RETRY_LIMIT) {
 			p->probe_retry_at = p->matched_seen + pool_retry_gap(p->probe_failures);
 			log_verbose("probe: cannot read free memory of device %d; trying again later", p->dev);
@@ -242,9 +235,9 @@ static void pool_probe(struct pool *p)
 	{
 		char b1[32], b2[32], b3[32];
 
-		log_verbose("probe: device %d has %s free of %s; pool budget %s (%s)", p->dev,
+		log_verbose("probe: device %d has %s free of %s; pool budget %s", p->dev,
 			    log_bytes(b1, sizeof(b1), b.free), log_bytes(b2, sizeof(b2), b.total),
-			    log_bytes(b3, sizeof(b3), p->budget), why);
+			    log_bytes(b3, sizeof(b3), p->budget));
 	}
 	pool_set_state(p, POOL_ACTIVE);
 }
@@ -280,7 +273,6 @@ static dev_event pool_event_get(struct pool *p)
 	if (p->nfree_events)
 		return p->free_events[--p->nfree_events];
 	if (device_event_new(&ev)) {
-		pool_fault();
 		return NULL;
 	}
 	return ev;
@@ -397,7 +389,6 @@ static int pool_row_ready(struct pool *p, struct slab *s, uint64_t off, dev_stre
 			return 1;
 		*waited = g->ev;
 		if (device_stream_wait(stream, g->ev)) {
-			pool_fault();
 			return -1;
 		}
 		return 1;
@@ -418,6 +409,7 @@ struct pool_copy_ctx {
 	uint64_t hits, misses, captures;
 	uint64_t h2d_ns;
 	int misses_sent;        /* the miss rows have been delivered host-to-device */
+	int send_sync;          /* deliver with the synchronous entry (the copy's last operation) */
 	int64_t open_slab, open_seg;
 	struct pincheck *check;
 };
@@ -474,7 +466,6 @@ static int64_t pool_slab_new(struct pool *p, uint64_t row, unsigned prio)
 	}
 	err = device_mem_alloc(p->dev, size, &base);
 	if (err) {
-		pool_fault();
 		p->alloc_failures++;
 		p->alloc_retry_at = p->matched_seen + pool_retry_gap(p->alloc_failures);
 		log_verbose("device %d refused a %s slab (%s); %s", p->dev, log_bytes(b1, sizeof(b1), size),
@@ -488,8 +479,7 @@ static int64_t pool_slab_new(struct pool *p, uint64_t row, unsigned prio)
 	}
 	s = slab_new(p->nslabs, prio, base, size);
 	if (!s) {
-		if (device_mem_free(p->dev, base))
-			pool_fault();
+		device_mem_free(p->dev, base);
 		return -1;
 	}
 	p->alloc_failures = 0;
@@ -631,7 +621,8 @@ static int pool_plan(struct pool_copy_ctx *x)
 static int pool_send(struct pool_copy_ctx *x, uint64_t i, uint64_t j)
 {
 	uint64_t t0 = pool_now_ns();
-	int err = x->r->h2d(x->r->arg, i * x->r->row, (j - i) * x->r->row);
+	int err = (x->send_sync && x->r->h2d_sync ? x->r->h2d_sync : x->r->h2d)(
+		x->r->arg, i * x->r->row, (j - i) * x->r->row);
 
 	x->h2d_ns += pool_now_ns() - t0;
 	return err;
@@ -729,7 +720,7 @@ static uint64_t pool_runs(struct pool_copy_ctx *x, enum plan_kind k, dev_ptr *ds
 	return n;
 }
 
-/* Issues with batched copies: hits, then misses, then captures. */
+/* Issues with batched copies: hits, then misses (unless sent already), then captures. */
 static int pool_issue_batched(struct pool_copy_ctx *x)
 {
 	dev_ptr dst_stack[POOL_STACK_ROWS], src_stack[POOL_STACK_ROWS];
@@ -747,8 +738,8 @@ static int pool_issue_batched(struct pool_copy_ctx *x)
 			/* Nothing issued yet: with hits, redeliver all; else send and drop the captures. */
 			err = POOL_REDELIVER;
 			if (!x->hits) {
+				err = x->misses_sent ? 0 : pool_send_rows(x, 0);
 				x->misses_sent = 1;
-				err = pool_send_rows(x, 0);
 				if (!err)
 					err = POOL_CAPTURE_LOST;
 			}
@@ -757,17 +748,17 @@ static int pool_issue_batched(struct pool_copy_ctx *x)
 	}
 	n = pool_runs(x, PLAN_HIT, dsts, srcs, sizes);
 	if (n && device_copy_dtod_many(x->p->dev, dsts, srcs, sizes, n, x->r->stream)) {
-		pool_fault();
 		err = POOL_REDELIVER;
 		goto out;
 	}
-	x->misses_sent = 1;
-	err = pool_send_rows(x, 0);
-	if (err)
-		goto out;
+	if (!x->misses_sent) {
+		x->misses_sent = 1;
+		err = pool_send_rows(x, 0);
+		if (err)
+			goto out;
+	}
 	n = pool_runs(x, PLAN_CAPTURE, dsts, srcs, sizes);
 	if (n && device_copy_dtod_many(x->p->dev, dsts, srcs, sizes, n, x->r->stream)) {
-		pool_fault();
 		err = POOL_CAPTURE_LOST;
 	}
 out:
@@ -790,7 +781,9 @@ static int pool_issue(struct pool_copy_ctx *x)
 	int err;
 
 	if (!x->hits && !x->captures) {
+		/* Only misses: one run, the program's own entry (synchronous or not). */
 		x->misses_sent = 1;
+		x->send_sync = x->r->sync;
 		return pool_send_rows(x, 0);
 	}
 	if (!device_gather_ready(x->p->dev))
@@ -799,10 +792,11 @@ static int pool_issue(struct pool_copy_ctx *x)
 	err = pool_send_rows(x, 0);
 	if (err)
 		return err;
-	if (pool_issue_gather(x)) {
-		pool_fault();
+	err = pool_issue_gather(x);
+	if (err == -ENOSYS || err == -EXDEV || err == -EAGAIN || err == -ENOMEM)
+		return pool_issue_batched(x);   /* nothing was enqueued */
+	if (err)
 		return x->hits ? POOL_REDELIVER : POOL_CAPTURE_LOST;
-	}
 	return POOL_DONE;
 }
 
@@ -827,7 +821,6 @@ static int pool_check_queue(struct pool_copy_ctx *x)
 		k++;
 	}
 	if (device_host_func(x->r->stream, pincheck_run, c)) {
-		pool_fault();
 		pincheck_put(c);        /* refs 0 -> freed: the host function was not queued */
 		return POOL_CAPTURE_LOST;
 	}
@@ -865,10 +858,7 @@ static void pool_publish(struct pool_copy_ctx *x, int ok)
 					x->check->refs++;
 				}
 			} else {
-				if (ev) {
-					pool_fault();
-					pool_event_put(p, ev);
-				}
+				pool_event_put(p, ev);
 				g->state = SEG_FAILED;
 			}
 		}
@@ -917,7 +907,10 @@ static void pool_whatif_hits(struct pool_copy_ctx *x)
 /* Delivers the whole copy host-to-device, counting its rows as misses. */
 static int pool_copy_plain(struct pool_copy_ctx *x)
 {
-	int err = pool_send(x, 0, x->nrows);
+	int err;
+
+	x->send_sync = x->r->sync;
+	err = pool_send(x, 0, x->nrows);
 
 	if (err)
 		return err;
@@ -978,14 +971,11 @@ static int pool_quiesce(struct pool *p)
 
 	if (device_sync(p->dev) == 0 || device_sync(p->dev) == 0)
 		return 0;
-	pool_fault();
 	if (p->streams_unsafe)
 		return -EIO;
 	err = device_stream_sync(DEV_STREAM_LEGACY);
 	for (uint32_t i = 0; i < p->nstreams && !err; i++)
 		err = device_stream_sync(p->streams[i]);
-	if (err)
-		pool_fault();
 	return err ? -EIO : 0;
 }
 
@@ -1007,7 +997,6 @@ static int pool_evict_slab(struct pool *p, uint32_t id, const char *why)
 	char b[32];
 
 	if (device_mem_free(p->dev, s->base)) {
-		pool_fault();
 		log_verbose("could not free slab %u of device %d; it stays", id, p->dev);
 		return -EIO;
 	}
@@ -1067,6 +1056,35 @@ out:
 	pthread_rwlock_unlock(&p->evict_lock);
 }
 
+/*
+ * Waits until a synchronous copy's bytes are on the device (pool_request.sync):
+ * the stream, twice; an event behind the copy; the whole context. When no
+ * wait works, the rows served from the pool are delivered again with the
+ * program's synchronous entry (which waits itself) and counted as misses.
+ * Returns 0 or the program's own copy error.
+ */
+static int pool_complete_sync(struct pool_copy_ctx *x)
+{
+	const struct pool_request *r = x->r;
+	int err;
+
+	if (device_stream_sync(r->stream) == 0)
+		return 0;
+	if (device_stream_sync(r->stream) == 0 || device_stream_wait_host(r->stream) == 0 ||
+	    device_sync(x->p->dev) == 0)
+		return 0;
+	stats_add(ST_FALLBACKS, 1);
+	x->send_sync = 1;
+	if (!x->hits)
+		return pool_send(x, x->nrows - 1, x->nrows);
+	err = pool_send_rows(x, 1);
+	if (err)
+		return err;
+	x->misses += x->hits;
+	x->hits = 0;
+	return 0;
+}
+
 /* The full path: fingerprint, plan, issue, publish. Returns what pool_copy returns. */
 static int pool_copy_full(struct pool_copy_ctx *x)
 {
@@ -1124,6 +1142,7 @@ static int pool_copy_full(struct pool_copy_ctx *x)
 		/* Every row not yet sent host-to-device goes the plain way, stream-ordered
 		 * after whatever the pool enqueued, so it overwrites it. */
 		stats_add(ST_FALLBACKS, 1);
+		x->send_sync = r->sync;
 		err = x->misses_sent ? pool_send_rows(x, 1) : pool_send(x, 0, x->nrows);
 		if (err)
 			return err;
@@ -1136,6 +1155,11 @@ static int pool_copy_full(struct pool_copy_ctx *x)
 		return err;
 	if (err == POOL_CAPTURE_LOST)
 		stats_add(ST_FALLBACKS, 1);
+	if (r->sync && !x->send_sync) {
+		err = pool_complete_sync(x);
+		if (err)
+			return err;
+	}
 	stats_add(ST_ROWS_SEEN, x->nrows);
 	stats_add(ST_ROWS_HITS, x->hits);
 	stats_add(ST_ROWS_MISSES, x->misses);

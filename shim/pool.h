@@ -69,7 +69,21 @@ struct pool_request {
 	 * cudaError_t or a CUresult), which pool_copy passes back unchanged.
 	 */
 	int (*h2d)(void *arg, uint64_t off, uint64_t len);
+	/*
+	 * The same synchronously (the program's synchronous entry point): the
+	 * bytes are on the device when it returns, and so is everything
+	 * enqueued before it on the stream.
+	 */
+	int (*h2d_sync)(void *arg, uint64_t off, uint64_t len);
 	void *arg;
+	/*
+	 * Set for a synchronous copy (cudaMemcpy, cuMemcpyHtoD): pool_copy
+	 * returns only when every byte is on the device. It waits with the
+	 * driver (stream, then event, then context synchronisation, so a
+	 * failure of one is not the program's); if none can wait, the rows
+	 * it served are delivered again with h2d_sync, which waits itself.
+	 */
+	int sync;
 	/*
 	 * Set when the source is pinned and the stream may run the copy later
 	 * than now (pincheck.h).

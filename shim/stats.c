@@ -92,6 +92,7 @@ void stats_reset(int enabled, const char *layout)
 	stats_global.reason[0] = '\0';
 	stats_global.evidence[0] = '\0';
 	stats_global.gather[0] = '\0';
+	stats_global.suggest[0] = '\0';
 	atomic_store(&stats_global.stood_down, 0);
 	atomic_store(&stats_reported, 0);
 }
@@ -122,6 +123,9 @@ static char *stats_text_field(enum stats_text which, size_t *len)
 	case STATS_GATHER:
 		*len = sizeof(stats_global.gather);
 		return stats_global.gather;
+	case STATS_SUGGEST:
+		*len = sizeof(stats_global.suggest);
+		return stats_global.suggest;
 	}
 	*len = 0;
 	return NULL;

@@ -58,6 +58,16 @@ enum stat_id {
 	ST_POOL_DISPLACED_SLABS,/* pool.displaced_slabs */
 	ST_POOL_FAULTS,         /* pool.faults: failed device calls of the pool's own (each handled) */
 	ST_GATHER_LAUNCHES,     /* pool.gather_launches: gather kernel launches */
+	/* copies.passthrough_reasons, in classify.h's order from CL_OFF (CL_CAPTURING is graph_capture) */
+	ST_PASS_OFF,
+	ST_PASS_NO_LAYOUT,
+	ST_PASS_NO_MATCH,
+	ST_PASS_DST_NOT_DEVICE,
+	ST_PASS_DST_EXTENT,
+	ST_PASS_NO_CONTEXT,
+	ST_PASS_SRC_NOT_HOST,
+	ST_PASS_CAPTURING_UNUSED,
+	ST_PASS_NO_DRIVER,
 	ST__COUNT
 };
 
@@ -82,6 +92,7 @@ struct stats {
 	char reason[256];               /* why the pool is off, dormant, full or latched ("" none) */
 	char evidence[256];             /* auto layout: what was found and from what */
 	char gather[32];                /* how hits are delivered: "kernel", "batched copy", "" (none yet) */
+	char suggest[256];              /* the layout the evidence suggests for a run without one */
 	_Atomic int stood_down;         /* pooling stood down now (rows did not repeat) */
 	/* Copy sizes seen, for the layout suggestion: lock-free insert by CAS on size. */
 	_Atomic uint64_t size_key[STATS_MAX_SIZES];
@@ -146,7 +157,8 @@ void stats_reset(int enabled, const char *layout);
 void stats_set_mode(enum stats_mode m);
 
 /* Which text field stats_set_text writes. */
-enum stats_text { STATS_LAYOUT, STATS_LAYOUT_SOURCE, STATS_REASON, STATS_EVIDENCE, STATS_GATHER };
+enum stats_text { STATS_LAYOUT, STATS_LAYOUT_SOURCE, STATS_REASON, STATS_EVIDENCE, STATS_GATHER,
+		  STATS_SUGGEST };
 
 /*
  * Sets one text field (printf-style; truncated to its size). Thread-safe;

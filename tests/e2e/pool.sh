@@ -160,24 +160,33 @@ memory_pressure_off_fails() {
 check "an allocation that cannot fit even with an empty pool gets the original error" memory_pressure_off_fails
 
 # Faults in the pool's own device work: the program still gets its bytes.
+# fault NAME SPEC [VAR=VALUE...] [TRAINER ARGS...]
 fault() {
-	local name=$1 spec=$2; shift 2
-	pool_run "$name" "$TRAINER" VRAMPOOL_BUDGET=64M FAKECUDA_FAIL="$spec" -- $BASE "$@" || return 1
+	local name=$1 spec=$2 envs=(); shift 2
+	while [ $# -gt 0 ] && [[ $1 == *=* ]]; do envs+=("$1"); shift; done
+	pool_run "$name" "$TRAINER" VRAMPOOL_BUDGET=64M FAKECUDA_FAIL="$spec" "${envs[@]}" -- $BASE "$@" || return 1
 	grep -q 'verified OK' "$TMP/$name.out" || return 1
 	invariants "$name"
 }
-check "a failing batched gather on the legacy stream falls back to the plain copy" \
-	fault f-batch cuMemcpyBatchAsync_v2@3
-check "a failing batched gather on a non-blocking stream falls back to the plain copy" \
-	fault f-batch-nb cuMemcpyBatchAsync_v2@3 --stream nonblocking
-check "a failing capture copy drops the rows and verifies" fault f-dtod cuMemcpyDtoDAsync_v2@5
+check "a failing gather kernel launch on the legacy stream falls back to the plain copy" \
+	fault f-kernel cuLaunchKernel@4
+check "a failing gather kernel launch on a non-blocking stream falls back to the plain copy" \
+	fault f-kernel-nb cuLaunchKernel@4 --stream nonblocking
+check "without the kernel, a failing batched gather on the legacy stream falls back to the plain copy" \
+	fault f-batch cuMemcpyBatchAsync_v2@3 FAKECUDA_KERNEL=none
+check "without the kernel, a failing batched gather on a non-blocking stream falls back" \
+	fault f-batch-nb cuMemcpyBatchAsync_v2@3 FAKECUDA_KERNEL=none --stream nonblocking
+check "without the kernel, a failing capture copy drops the rows and verifies" \
+	fault f-dtod cuMemcpyDtoDAsync_v2@5 FAKECUDA_KERNEL=none
 check "a failing capture event drops the rows and verifies" fault f-event cuEventRecord@5
 check "a failing slab allocation leaves the pool full and verifies" fault f-alloc cuMemAlloc_v2
 check "failing stream waits fall back and verify" fault f-wait cuStreamWaitEvent@2
 check "everything of the pool's own failing at random still verifies" \
-	fault f-random cuMemcpyBatchAsync_v2@7,cuMemcpyDtoDAsync_v2@9,cuEventRecord@11,cuStreamWaitEvent@13,cuLaunchHostFunc@5
+	fault f-random cuLaunchKernel@7,cuMemcpyDtoDAsync_v2@9,cuEventRecord@11,cuStreamWaitEvent@13,cuLaunchHostFunc@5
 fallbacks_counted() {
-	[ "$(jget "$TMP/f-batch.json" copies.fallbacks)" -ge 1 ] &&
+	[ "$(jget "$TMP/f-kernel.json" copies.fallbacks)" -ge 1 ] &&
+		[ "$(jget "$TMP/f-kernel-nb.json" copies.fallbacks)" -ge 1 ] &&
+		[ "$(jget "$TMP/f-batch.json" copies.fallbacks)" -ge 1 ] &&
 		[ "$(jget "$TMP/f-batch-nb.json" copies.fallbacks)" -ge 1 ] &&
 		[ "$(jget "$TMP/f-dtod.json" copies.fallbacks)" -ge 1 ]
 }
