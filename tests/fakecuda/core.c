@@ -300,7 +300,31 @@ int fc_cur_dev(void)
 	return t->ctx ? t->ctx->dev : t->dev;
 }
 
+int fc_pool_dev(const struct CUmemPoolHandle_st *pool)
+{
+	int d;
+
+	for (d = 0; d < fc.cfg.devices; d++)
+		if (pool == &fc.dev[d].pool)
+			return d;
+	return -1;
+}
+
 /* ---- device memory ---- */
+
+int fc_pitch_size(size_t width, size_t height, size_t *pitch, size_t *bytes)
+{
+	size_t p, n;
+
+	if (width > SIZE_MAX - 511)
+		return -EINVAL;
+	p = (width + 511) / 512 * 512;
+	if (__builtin_mul_overflow(p, height, &n))
+		return -EINVAL;
+	*pitch = p;
+	*bytes = n ? n : 1;
+	return 0;
+}
 
 void fc_alloc_account(long long delta)
 {
@@ -466,6 +490,7 @@ void fc_dev_reset(int dev)
 	}
 	dv->nblocks = kept;
 	dv->ctx.gen++;
+	dv->ctx.active = 0;
 	pthread_mutex_unlock(&fc.lock);
 }
 

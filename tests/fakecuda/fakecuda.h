@@ -81,6 +81,7 @@ struct CUmemPoolHandle_st {
 struct CUctx_st {
 	int dev;
 	int refs;
+	int active;              /* used since the last reset (cuDevicePrimaryCtxGetState) */
 	unsigned long long gen;  /* bumped by cudaDeviceReset; part of cuCtxGetId */
 };
 
@@ -189,10 +190,15 @@ struct fc_state {
 extern struct fc_state fc;
 extern struct fc_counters fc_cnt;
 
-/* Per-thread state: current context, per-thread default streams. */
+#define FC_CTX_STACK 16
+
+/* Per-thread state: current context (the top of the context stack, the
+ * entries below it in ctx_stack), per-thread default streams. */
 struct fc_tls {
 	unsigned gen;
 	struct CUctx_st *ctx;
+	struct CUctx_st *ctx_stack[FC_CTX_STACK];
+	int ctx_depth;
 	int dev;
 	struct CUstream_st *pts[FC_MAX_DEV];
 	cudaError_t last_error;
@@ -238,6 +244,11 @@ struct fc_hostrange *fc_host_find_locked(const void *p);
 int fc_dev_block(const void *p, int *dev, void **base, size_t *size);
 /* Current device of the calling thread (its context's device). */
 int fc_cur_dev(void);
+/* The device of a memory pool handle, or -1 if it is none of ours. */
+int fc_pool_dev(const struct CUmemPoolHandle_st *pool);
+/* cudaMallocPitch / cuMemAllocPitch: the pitch for WIDTH bytes and the
+ * bytes to allocate (at least 1); -EINVAL on overflow. */
+int fc_pitch_size(size_t width, size_t height, size_t *pitch, size_t *bytes);
 void fc_alloc_account(long long delta);
 
 /* ---- stream.c ---- */
@@ -455,7 +466,16 @@ FC_API CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus
 FC_API CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out);
 FC_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
 FC_API CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
+FC_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+FC_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
+FC_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
 FC_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra);
+
+/* The CUDA 11 cuGetProcAddress (no status argument), still exported by the
+ * driver; cuda.h declares it only for its own build and maps the name to
+ * cuGetProcAddress_v2. */
+#undef cuGetProcAddress
+FC_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 
 /* ---- test-only hooks (version node FAKECUDA) ---- */
 FC_API unsigned long long fakecuda_counter(const char *name);

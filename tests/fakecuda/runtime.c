@@ -57,6 +57,8 @@ static int rt_enter(const char *name)
 
 	if (!t->ctx && t->dev < fc.cfg.devices)
 		t->ctx = &fc.dev[t->dev].ctx;
+	if (t->ctx)
+		t->ctx->active = 1;
 	fc.driver_inited = 1;
 	return inject;
 }
@@ -432,8 +434,7 @@ FC_API cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t h)
 FC_API cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
 {
 	RT_ENTER_ALLOC("cudaMallocManaged");
-	(void)flags;
-	if (!devPtr || !size)
+	if (!devPtr || !size || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost))
 		return rt_ret(cudaErrorInvalidValue);
 	atomic_fetch_add(&fc_cnt.alloc_calls, 1);
 	return rt_reti(fc_managed_alloc(fc_cur_dev(), size, devPtr));
@@ -441,14 +442,14 @@ FC_API cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int fl
 
 FC_API cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
 {
-	size_t p = (width + 511) / 512 * 512;
+	size_t p, n;
 
 	RT_ENTER_ALLOC("cudaMallocPitch");
-	if (!devPtr || !pitch)
+	if (!devPtr || !pitch || fc_pitch_size(width, height, &p, &n))
 		return rt_ret(cudaErrorInvalidValue);
 	*pitch = p;
 	atomic_fetch_add(&fc_cnt.alloc_calls, 1);
-	return rt_reti(fc_dev_alloc(fc_cur_dev(), p * height > 0 ? p * height : 1, devPtr));
+	return rt_reti(fc_dev_alloc(fc_cur_dev(), n, devPtr));
 }
 
 FC_API cudaError_t cudaMallocHost(void **ptr, size_t size)
@@ -1871,16 +1872,7 @@ FC_API cudaError_t cudaGraphExecUpdate(cudaGraphExec_t x, cudaGraph_t g,
 
 /* ---- memory pools: one default pool per device ---- */
 
-/* Returns the device of a pool handle, or -1 if it is none of ours. */
-static int pool_dev(cudaMemPool_t pool)
-{
-	int d;
-
-	for (d = 0; d < fc.cfg.devices; d++)
-		if (pool == &fc.dev[d].pool)
-			return d;
-	return -1;
-}
+#define pool_dev fc_pool_dev
 
 FC_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
 {

@@ -487,6 +487,116 @@ static void test_reset(void)
 	CU_ASSERT(child_ok(in_child(child_reset, NULL)));
 }
 
+/* ---- the driver's allocation, context-stack and lookup entry points ---- */
+
+static void child_driver_alloc(void)
+{
+	CUresult (*gpa_old)(const char *, void **, int, cuuint64_t);
+	CUresult (*alloc_ptsz)(CUdeviceptr *, size_t, CUstream);
+	CUresult (*free_ptsz)(CUdeviceptr, CUstream);
+	CUresult (*pool_ptsz)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+	CUdriverProcAddressQueryResult q;
+	void *fn;
+	CUdeviceptr p, m, pp;
+	CUcontext c0, c1, cur, popped;
+	cudaMemPool_t pool;
+	cudaStream_t s;
+	size_t pitch = 0;
+	unsigned flags = 9, ver = 0;
+	int active = -1, ord = -1;
+	void *v;
+
+	CHK(cuInit(0) == CUDA_SUCCESS);
+	CHK(cuDevicePrimaryCtxGetState(0, &flags, &active) == CUDA_SUCCESS && active == 0 && flags == 0);
+	CHK(cudaStreamCreate(&s) == cudaSuccess);
+	CHK(cuDevicePrimaryCtxGetState(0, &flags, &active) == CUDA_SUCCESS && active == 1);
+	CHK(cuDevicePrimaryCtxGetState(1, &flags, &active) == CUDA_SUCCESS && active == 0);
+
+	/* Stream-ordered allocations: on the stream's device, freed in order. */
+	CHK(cuMemAllocAsync(&p, 1000, s) == CUDA_SUCCESS && counter("alloc_bytes") == 1024);
+	CHK(cuMemAllocAsync(&pp, 0, s) == CUDA_ERROR_INVALID_VALUE);
+	CHK(cuMemFreeAsync(p, s) == CUDA_SUCCESS);
+	CHK(cuMemFreeAsync(p + 1, s) == CUDA_ERROR_INVALID_VALUE);
+	CHK(cuStreamSynchronize(s) == CUDA_SUCCESS && counter("alloc_bytes") == 0);
+	*(void **)&alloc_ptsz = dlsym(RTLD_DEFAULT, "cuMemAllocAsync_ptsz");
+	*(void **)&free_ptsz = dlsym(RTLD_DEFAULT, "cuMemFreeAsync_ptsz");
+	*(void **)&pool_ptsz = dlsym(RTLD_DEFAULT, "cuMemAllocFromPoolAsync_ptsz");
+	CHK(alloc_ptsz && free_ptsz && pool_ptsz);
+	CHK(alloc_ptsz(&p, 10, 0) == CUDA_SUCCESS);
+	CHK(free_ptsz(p, 0) == CUDA_SUCCESS);
+	CHK(cudaDeviceGetDefaultMemPool(&pool, 0) == cudaSuccess);
+	CHK(cuMemAllocFromPoolAsync(&p, 300, pool, s) == CUDA_SUCCESS);
+	CHK(cuMemAllocFromPoolAsync(&pp, 300, NULL, s) == CUDA_ERROR_INVALID_VALUE);
+	CHK(pool_ptsz(&pp, 300, pool, 0) == CUDA_SUCCESS);
+	CHK(counter("alloc_calls") == 4 && counter("free_calls") == 3);
+
+	/* Managed and pitched memory. */
+	CHK(cuMemAllocManaged(&m, 4096, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS);
+	((volatile char *)(uintptr_t)m)[4095] = 1; /* host-visible */
+	CHK(cuMemAllocManaged(&pp, 4096, 0) == CUDA_ERROR_INVALID_VALUE);
+	CHK(cudaMallocManaged(&v, 4096, 0) == cudaErrorInvalidValue);
+	CHK(cuMemAllocPitch(&pp, &pitch, 100, 3, 4) == CUDA_SUCCESS && pitch == 512);
+	CHK(cuMemAllocPitch(&pp, &pitch, 100, 3, 3) == CUDA_ERROR_INVALID_VALUE);
+	CHK(cuMemAllocPitch(&pp, &pitch, SIZE_MAX / 2, 4, 4) == CUDA_ERROR_INVALID_VALUE);
+	CHK(cuMemAllocPitch(&pp, &pitch, 100, 3, 4) == CUDA_SUCCESS);
+	CHK(cuMemsetD2D8(pp, pitch, 7, 100, 3) == CUDA_SUCCESS);
+	CHK(cuMemsetD2D8(pp, pitch, 7, 100, 4) == CUDA_ERROR_INVALID_VALUE);
+
+	/* The context stack. */
+	CHK(cuCtxGetCurrent(&c0) == CUDA_SUCCESS && c0 != NULL);
+	CHK(cuDevicePrimaryCtxRetain(&c1, 1) == CUDA_SUCCESS && c1 != c0);
+	CHK(cuDevicePrimaryCtxGetState(1, &flags, &active) == CUDA_SUCCESS && active == 1);
+	CHK(cuCtxPushCurrent(c1) == CUDA_SUCCESS);
+	CHK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == c1);
+	CHK(cuMemAlloc(&pp, 64) == CUDA_SUCCESS);
+	CHK(cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, pp) == CUDA_SUCCESS && ord == 1);
+	CHK(cuCtxPopCurrent(&popped) == CUDA_SUCCESS && popped == c1);
+	CHK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == c0);
+	CHK(cuCtxPopCurrent(&popped) == CUDA_SUCCESS && popped == c0);
+	CHK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == NULL);
+	CHK(cuCtxPopCurrent(&popped) == CUDA_ERROR_INVALID_CONTEXT);
+	CHK(cuCtxPushCurrent(NULL) == CUDA_ERROR_INVALID_CONTEXT);
+	CHK(cuCtxPushCurrent(c0) == CUDA_SUCCESS && cuCtxPushCurrent(c1) == CUDA_SUCCESS);
+	CHK(cuCtxSetCurrent(NULL) == CUDA_SUCCESS); /* pops the top */
+	CHK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == c0);
+	CHK(cuCtxGetApiVersion(NULL, &ver) == CUDA_SUCCESS && ver == 3020);
+	CHK(cuCtxGetApiVersion((CUcontext)&ver, &ver) == CUDA_ERROR_INVALID_CONTEXT);
+
+	/* Lookups: versioned and per-thread entries, and the CUDA 11 form. */
+	CHK(cuGetProcAddress_v2("cuMemAllocPitch", &fn, 12000, 0, &q) == CUDA_SUCCESS);
+	CHK(fn == dlsym(RTLD_DEFAULT, "cuMemAllocPitch_v2"));
+	CHK(cuGetProcAddress_v2("cuMemAllocAsync", &fn, 11000, 0, &q) == CUDA_ERROR_NOT_FOUND);
+	CHK(q == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+	CHK(cuGetProcAddress_v2("cuMemAllocAsync", &fn, 12000,
+				CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &q) == CUDA_SUCCESS);
+	CHK(fn == dlsym(RTLD_DEFAULT, "cuMemAllocAsync_ptsz"));
+	CHK(cuGetProcAddress_v2("cuMemFreeAsync", &fn, 12000, 0, &q) == CUDA_SUCCESS);
+	CHK(cuGetProcAddress_v2("cuMemAllocFromPoolAsync", &fn, 12000, 0, &q) == CUDA_SUCCESS);
+	CHK(cuGetProcAddress_v2("cuMemAllocManaged", &fn, 12000, 0, &q) == CUDA_SUCCESS);
+	CHK(cuGetProcAddress_v2("cuCtxPushCurrent", &fn, 12000, 0, &q) == CUDA_SUCCESS);
+	CHK(fn == dlsym(RTLD_DEFAULT, "cuCtxPushCurrent_v2"));
+	CHK(cuGetProcAddress_v2("cuCtxPopCurrent", &fn, 12000, 0, &q) == CUDA_SUCCESS);
+	CHK(cuGetProcAddress_v2("cuCtxGetApiVersion", &fn, 12000, 0, &q) == CUDA_SUCCESS);
+	CHK(cuGetProcAddress_v2("cuDevicePrimaryCtxGetState", &fn, 12000, 0, &q) == CUDA_SUCCESS);
+	*(void **)&gpa_old = dlsym(RTLD_DEFAULT, "cuGetProcAddress");
+	CHK(gpa_old != NULL);
+	CHK(gpa_old("cuMemAllocManaged", &fn, 11040, 0) == CUDA_SUCCESS);
+	CHK(fn == dlsym(RTLD_DEFAULT, "cuMemAllocManaged"));
+	CHK(gpa_old("cuNoSuchThing", &fn, 11040, 0) == CUDA_ERROR_NOT_FOUND && fn == NULL);
+	CHK(gpa_old("cuGetProcAddress", &fn, 11040, 0) == CUDA_SUCCESS);
+	CHK(fn == dlsym(RTLD_DEFAULT, "cuGetProcAddress"));
+	CHK(gpa_old("cuGetProcAddress", &fn, 12000, 0) == CUDA_SUCCESS);
+	CHK(fn == dlsym(RTLD_DEFAULT, "cuGetProcAddress_v2"));
+	CHK(counter("cuGetProcAddress") == 4);
+}
+
+static void test_driver_alloc(void)
+{
+	const char *env[] = { "FAKECUDA_DEVICES", "2", NULL };
+
+	CU_ASSERT(child_ok(in_child(child_driver_alloc, env)));
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -507,6 +617,7 @@ int main(void)
 	CU_add_test(s, "an explicit graph replays its nodes in order and reads pinned sources at launch", test_explicit_graphs);
 	CU_add_test(s, "pools, limits, host flags, prefetch and kernel queries answer as documented", test_misc);
 	CU_add_test(s, "a device reset frees every allocation and starts a context with a new id", test_reset);
+	CU_add_test(s, "the driver allocates stream-ordered, managed and pitched memory, keeps a context stack, and finds every entry", test_driver_alloc);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_tests_failed();
