@@ -212,6 +212,8 @@ static void read_config(void)
 		fc.cfg.call_us = (unsigned)strtoul(v, NULL, 10);
 	if ((v = getenv("FAKECUDA_FAIL")))
 		parse_fail(v);
+	if ((v = getenv("FAKECUDA_RT_VIA_DRIVER")))
+		fc.cfg.rt_via_driver = strcmp(v, "1") == 0;
 	fc.cfg.kernel = FC_KERNEL_OK;
 	if ((v = getenv("FAKECUDA_KERNEL")) && *v) {
 		if (strcmp(v, "broken") == 0)

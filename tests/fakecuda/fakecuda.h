@@ -125,6 +125,7 @@ struct fc_config {
 	double h2d_gbps, d2d_gbps;
 	unsigned call_us;
 	enum fc_kernel_mode kernel;
+	int rt_via_driver;       /* FAKECUDA_RT_VIA_DRIVER=1 */
 };
 
 /*
@@ -277,6 +278,10 @@ int fc_memset(void *dst, int value, size_t n, struct CUstream_st *s, int sync);
  * pitch past the device maximum. */
 int fc_copy2d(void *dst, size_t dpitch, const void *src, size_t spitch,
 	      size_t width, size_t height, int kind, struct CUstream_st *s, int sync);
+/* What fc_copy2d would answer for these arguments, without doing anything
+ * (0 for an empty copy). */
+int fc_copy2d_check(void *dst, size_t dpitch, const void *src, size_t spitch,
+		    size_t width, size_t height, int kind);
 /* A pitched memset of HEIGHT rows of WIDTH elements of ESIZE (1, 2, 4)
  * bytes each, every element VALUE (truncated to the element size). */
 int fc_memset2d(void *dst, size_t pitch, unsigned value, unsigned esize,

@@ -597,6 +597,118 @@ static void test_driver_alloc(void)
 	CU_ASSERT(child_ok(in_child(child_driver_alloc, env)));
 }
 
+/* ---- the runtime through the driver ---- */
+
+static unsigned via_driver;
+
+/*
+ * The same copies and allocations, with and without
+ * FAKECUDA_RT_VIA_DRIVER=1: the same results, last errors and counters;
+ * only the calls table differs, showing cuGetProcAddress_v2 and the driver
+ * entry points in use. FAKECUDA_FAIL=cuMemAlloc_v2#3 in both runs: only
+ * the run through the driver reaches cuMemAlloc_v2.
+ */
+static void child_rt_via_driver(void)
+{
+	cudaError_t (*copy_ptsz)(void *, const void *, size_t, enum cudaMemcpyKind, cudaStream_t);
+	static unsigned char host[4096], host2[4096], back[4096];
+	unsigned char *pin, *a, *b, *m, *pt, *z = (unsigned char *)1;
+	size_t pitch = 0, r;
+	cudaStream_t s, dead;
+
+	*(void **)&copy_ptsz = dlsym(RTLD_DEFAULT, "cudaMemcpyAsync_ptsz");
+	CHK(copy_ptsz != NULL);
+	memset(host, 3, sizeof(host));
+	CHK(cudaStreamCreate(&s) == cudaSuccess);
+	CHK(cudaMallocHost((void **)&pin, 4096) == cudaSuccess);
+	memset(pin, 4, 4096);
+
+	/* Allocations. */
+	CHK(cudaMalloc((void **)&a, 1000) == cudaSuccess);
+	CHK(cudaMalloc((void **)&z, 0) == cudaSuccess && z == NULL);
+	CHK(cudaMalloc(NULL, 10) == cudaErrorInvalidValue);
+	CHK(cudaGetLastError() == cudaErrorInvalidValue);
+	CHK(cudaMalloc((void **)&b, 100u << 20) == cudaErrorMemoryAllocation);
+	CHK(cudaGetLastError() == cudaErrorMemoryAllocation && counter("oom_errors") == 1);
+	if (via_driver) {
+		CHK(cudaMalloc((void **)&b, 1000) == cudaErrorMemoryAllocation); /* cuMemAlloc_v2#3 */
+		CHK(cudaGetLastError() == cudaErrorMemoryAllocation);
+		CHK(counter("injected_faults") == 1);
+	}
+	CHK(cudaMalloc((void **)&b, 1000) == cudaSuccess);
+	CHK(cudaMallocAsync((void **)&z, 10, s) == cudaSuccess && z != NULL);
+	CHK(cudaMallocManaged((void **)&m, 4096, cudaMemAttachGlobal) == cudaSuccess);
+	CHK(cudaMallocManaged((void **)&m, 4096, 0) == cudaErrorInvalidValue);
+	CHK(cudaMallocManaged((void **)&m, 4096, cudaMemAttachHost) == cudaSuccess);
+	CHK(cudaMallocPitch((void **)&pt, &pitch, 100, 4) == cudaSuccess && pitch == 512);
+	CHK(counter("alloc_calls") == 7); /* an injected fault is no attempt */
+	CHK(counter("alloc_bytes") == 1024 + 1024 + 256 + 4096 + 4096 + 2048);
+
+	/* Copies of every kind, checked back. */
+	CHK(cudaMemcpy(a, host, 1000, cudaMemcpyHostToDevice) == cudaSuccess);
+	CHK(cudaMemcpyAsync(b, pin, 1000, cudaMemcpyHostToDevice, s) == cudaSuccess);
+	CHK(cudaStreamSynchronize(s) == cudaSuccess);
+	CHK(cudaMemcpy(b, a, 500, cudaMemcpyDeviceToDevice) == cudaSuccess);
+	CHK(cudaMemcpyAsync(back, b, 1000, cudaMemcpyDefault, s) == cudaSuccess);
+	CHK(back[0] == 3 && back[499] == 3 && back[500] == 4 && back[999] == 4);
+	CHK(cudaMemcpy(host2, host, 64, cudaMemcpyHostToHost) == cudaSuccess && host2[63] == 3);
+	CHK(copy_ptsz(a, pin, 1000, cudaMemcpyHostToDevice, 0) == cudaSuccess);
+	CHK(cudaMemcpy(back, a, 1000, cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(back[0] == 4 && back[999] == 4);
+	CHK(cudaMemcpy(m, a, 1000, cudaMemcpyDefault) == cudaSuccess && m[999] == 4);
+	CHK(cudaMemcpy2D(pt, pitch, host, 100, 100, 4, cudaMemcpyHostToDevice) == cudaSuccess);
+	memset(back, 0, sizeof(back));
+	CHK(cudaMemcpy2DAsync(back, 128, pt, pitch, 100, 4, cudaMemcpyDeviceToHost, s) == cudaSuccess);
+	CHK(cudaStreamSynchronize(s) == cudaSuccess);
+	for (r = 0; r < 4; r++)
+		CHK(back[r * 128] == 3 && back[r * 128 + 99] == 3 && back[r * 128 + 100] == 0);
+
+	/* Refusals: the same codes and last errors. */
+	CHK(cudaMemcpy(a, host, 2000, cudaMemcpyHostToDevice) == cudaErrorInvalidValue);
+	CHK(cudaGetLastError() == cudaErrorInvalidValue);
+	CHK(cudaMemcpy(host, a, 16, cudaMemcpyHostToDevice) == cudaErrorInvalidValue);
+	CHK(cudaMemcpy(host, a, 16, (enum cudaMemcpyKind)9) == cudaErrorInvalidValue);
+	CHK(cudaMemcpy2D(pt, (size_t)1 << 40, host, 100, 100, 2, cudaMemcpyHostToDevice) ==
+	    cudaErrorInvalidPitchValue);
+	CHK(cudaGetLastError() == cudaErrorInvalidPitchValue);
+	CHK(cudaStreamCreate(&dead) == cudaSuccess && cudaStreamDestroy(dead) == cudaSuccess);
+	CHK(cudaMemcpyAsync(a, host, 10, cudaMemcpyHostToDevice, dead) == cudaErrorInvalidResourceHandle);
+	CHK(cudaMallocAsync((void **)&z, 10, dead) == cudaErrorInvalidResourceHandle);
+	CHK(cudaMemcpy(a, host, 0, cudaMemcpyHostToDevice) == cudaSuccess);
+
+	CHK(counter("h2d_calls") == 4 && counter("h2d_bytes") == 3400);
+	CHK(counter("d2h_calls") == 3 && counter("d2h_bytes") == 2400);
+	CHK(counter("d2d_calls") == 2 && counter("d2d_bytes") == 1500);
+	CHK(counter("h2h_calls") == 1 && counter("h2h_bytes") == 64);
+	CHK(counter("cudaMemcpy") == 9 && counter("cudaMalloc") == 5 + via_driver);
+
+	if (!via_driver) {
+		CHK(counter("cuGetProcAddress_v2") == 0 && counter("cuMemAlloc_v2") == 0);
+		CHK(counter("cuMemcpyHtoD_v2") == 0 && counter("cuMemcpy2D_v2") == 0);
+		return;
+	}
+	CHK(counter("cuGetProcAddress_v2") == 28);
+	CHK(counter("cuMemAlloc_v2") == 4 && counter("cuMemAllocAsync") == 1);
+	CHK(counter("cuMemAllocManaged") == 2 && counter("cuMemAllocPitch_v2") == 1);
+	CHK(counter("cuMemcpyHtoD_v2") == 2 && counter("cuMemcpyHtoDAsync_v2") == 1); /* one empty */
+	CHK(counter("cuMemcpyHtoDAsync_v2_ptsz") == 1 && counter("cuMemcpyDtoD_v2") == 1);
+	CHK(counter("cuMemcpyAsync") == 1 && counter("cuMemcpy") == 2);
+	CHK(counter("cuMemcpyDtoH_v2") == 1 && counter("cuMemcpy2D_v2") == 1);
+	CHK(counter("cuMemcpy2DAsync_v2") == 1);
+}
+
+static void test_rt_via_driver(void)
+{
+	const char *direct[] = { "FAKECUDA_MEM", "64M", "FAKECUDA_FAIL", "cuMemAlloc_v2#3", NULL };
+	const char *through[] = { "FAKECUDA_MEM", "64M", "FAKECUDA_FAIL", "cuMemAlloc_v2#3",
+				  "FAKECUDA_RT_VIA_DRIVER", "1", NULL };
+
+	via_driver = 0;
+	CU_ASSERT(child_ok(in_child(child_rt_via_driver, direct)));
+	via_driver = 1;
+	CU_ASSERT(child_ok(in_child(child_rt_via_driver, through)));
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -617,6 +729,7 @@ int main(void)
 	CU_add_test(s, "an explicit graph replays its nodes in order and reads pinned sources at launch", test_explicit_graphs);
 	CU_add_test(s, "pools, limits, host flags, prefetch and kernel queries answer as documented", test_misc);
 	CU_add_test(s, "a device reset frees every allocation and starts a context with a new id", test_reset);
+	CU_add_test(s, "the runtime through the driver gives the same results and counts, using the driver's entry points", test_rt_via_driver);
 	CU_add_test(s, "the driver allocates stream-ordered, managed and pitched memory, keeps a context stack, and finds every entry", test_driver_alloc);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
