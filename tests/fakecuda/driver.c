@@ -409,6 +409,23 @@ FC_API CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t width, 
 	return fc_drv_err(err);
 }
 
+/* The allocation (arena block, or mapping of reserved memory) holding p. */
+FC_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr p)
+{
+	void *base;
+	size_t size;
+	int dev;
+
+	DRV_ENTER("cuMemGetAddressRange_v2", 1);
+	if (fc_mem_classify(dptr(p), 1, NULL) != FC_DEVICE || fc_dev_block(dptr(p), &dev, &base, &size))
+		return CUDA_ERROR_NOT_FOUND;
+	if (pbase)
+		*pbase = (CUdeviceptr)(uintptr_t)base;
+	if (psize)
+		*psize = size;
+	return CUDA_SUCCESS;
+}
+
 FC_API CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total)
 {
 	size_t f, t;
@@ -1099,6 +1116,18 @@ static const struct fc_proc procs[] = {
 	P("cuMemAllocFromPoolAsync", 11020, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz),
 	P("cuMemAllocHost", 0, cuMemAllocHost_v2, NULL),
 	P("cuMemHostAlloc", 0, cuMemHostAlloc, NULL),
+	P("cuMemGetAddressRange", 0, cuMemGetAddressRange_v2, NULL),
+	P("cuMemGetAllocationGranularity", 0, cuMemGetAllocationGranularity, NULL),
+	P("cuMemAddressReserve", 0, cuMemAddressReserve, NULL),
+	P("cuMemAddressFree", 0, cuMemAddressFree, NULL),
+	P("cuMemCreate", 0, cuMemCreate, NULL),
+	P("cuMemRelease", 0, cuMemRelease, NULL),
+	P("cuMemMap", 0, cuMemMap, NULL),
+	P("cuMemUnmap", 0, cuMemUnmap, NULL),
+	P("cuMemSetAccess", 0, cuMemSetAccess, NULL),
+	P("cuMemGetAccess", 0, cuMemGetAccess, NULL),
+	P("cuMemRetainAllocationHandle", 0, cuMemRetainAllocationHandle, NULL),
+	P("cuMemGetAllocationPropertiesFromHandle", 0, cuMemGetAllocationPropertiesFromHandle, NULL),
 	P("cuMemFreeHost", 0, cuMemFreeHost, NULL),
 	P("cuMemHostRegister", 0, cuMemHostRegister_v2, NULL),
 	P("cuMemHostUnregister", 0, cuMemHostUnregister, NULL),

@@ -14,6 +14,7 @@
  *   runtime.c  the cuda* entry points (per-thread last error).
  *   driver.c   the cu* entry points and cuGetProcAddress.
  *   kernel.c   modules and the one kernel emulated (vrampool_gather).
+ *   vmm.c      virtual memory management (cuMemCreate, cuMemMap, ...).
  *
  * Invariants: one global mutex (fc.lock) guards every structure below;
  * workers never hold it while they copy or sleep. Device addresses handed to
@@ -59,12 +60,15 @@ struct fc_counters {
 	atomic_ullong kernel_launches, kernel_bytes, kernel_faults;
 };
 
+#define FC_BLOCK_VAR 1   /* backs a registered __device__ variable */
+#define FC_BLOCK_PHYS 2  /* physical memory of cuMemCreate */
+
 /* An allocated extent of a device arena, [off, off + size). */
 struct fc_block {
 	size_t off;
 	size_t size;
 	size_t asked;
-	int internal;    /* backs a registered __device__ variable: not freeable */
+	int internal;    /* FC_BLOCK_VAR or FC_BLOCK_PHYS: not freeable with cudaFree */
 };
 
 /* The one memory pool of a device (cudaMemPool_t): stream-ordered
@@ -227,6 +231,10 @@ int fc_dev_alloc(int dev, size_t size, void **out);
 /* Same, for module variables: neither counted in alloc_bytes nor freeable. */
 int fc_dev_alloc_internal(int dev, size_t size, void **out);
 int fc_dev_free(const void *p);
+/* Physical memory for cuMemCreate: SIZE bytes at an arena offset that is
+ * a multiple of ALIGN, counted as allocated; 0 or -ENOMEM / -ENODEV. */
+int fc_dev_alloc_phys(int dev, size_t size, size_t align, size_t *off);
+void fc_dev_free_phys(int dev, size_t off);
 /* cudaDeviceReset's memory part: frees every allocation of device dev
  * (not module variables) and starts a new context generation. */
 void fc_dev_reset(int dev);
@@ -367,6 +375,21 @@ int fc_drv_enter(const char *name, int need_ctx);
 /* Finds a driver entry point by base name (cuMemAlloc), CUDA version and
  * cuGetProcAddress flags: 0, -ENOENT, or -ERANGE (version too old). */
 int fc_proc_lookup(const char *sym, int version, unsigned long long flags, void **pfn);
+
+/* ---- vmm.c ---- */
+
+/* Classifies [p, p+n) against the reservations: -ENOENT when p is in
+ * none, FC_DEVICE (and *dev) when mapped throughout with read-write
+ * access, else -EINVAL. */
+int fc_vmm_classify(const void *p, size_t n, int *dev);
+/* The workers' view of a reserved address, or NULL. */
+void *fc_vmm_rw(const void *p);
+/* The mapping holding p: 0 and its device, base and size, or -ENOENT. */
+int fc_vmm_range(const void *p, int *dev, void **base, size_t *size);
+/* Says whether p lies in a reserved range. */
+int fc_vmm_reserved(const void *p);
+/* Forgets every reservation and mapping after fork() in the child. */
+void fc_vmm_forget(void);
 
 /* ---- kernel.c ---- */
 

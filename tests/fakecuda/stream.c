@@ -904,7 +904,7 @@ int fc_free_async(void *p, struct CUstream_st *s)
 	size_t size;
 	int dev;
 
-	if (fc_dev_block(p, &dev, &base, &size) < 0 || base != p)
+	if (fc_dev_block(p, &dev, &base, &size) < 0 || base != p || fc_vmm_reserved(p))
 		return -EINVAL;
 	op = calloc(1, sizeof(*op));
 	if (!op)
