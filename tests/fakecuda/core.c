@@ -212,6 +212,8 @@ static void read_config(void)
 		fc.cfg.call_us = (unsigned)strtoul(v, NULL, 10);
 	if ((v = getenv("FAKECUDA_FAIL")))
 		parse_fail(v);
+	if ((v = getenv("FAKECUDA_RT_VIA_DRIVER")))
+		fc.cfg.rt_via_driver = strcmp(v, "1") == 0;
 	fc.cfg.kernel = FC_KERNEL_OK;
 	if ((v = getenv("FAKECUDA_KERNEL")) && *v) {
 		if (strcmp(v, "broken") == 0)
@@ -300,7 +302,31 @@ int fc_cur_dev(void)
 	return t->ctx ? t->ctx->dev : t->dev;
 }
 
+int fc_pool_dev(const struct CUmemPoolHandle_st *pool)
+{
+	int d;
+
+	for (d = 0; d < fc.cfg.devices; d++)
+		if (pool == &fc.dev[d].pool)
+			return d;
+	return -1;
+}
+
 /* ---- device memory ---- */
+
+int fc_pitch_size(size_t width, size_t height, size_t *pitch, size_t *bytes)
+{
+	size_t p, n;
+
+	if (width > SIZE_MAX - 511)
+		return -EINVAL;
+	p = (width + 511) / 512 * 512;
+	if (__builtin_mul_overflow(p, height, &n))
+		return -EINVAL;
+	*pitch = p;
+	*bytes = n ? n : 1;
+	return 0;
+}
 
 void fc_alloc_account(long long delta)
 {
@@ -328,12 +354,16 @@ static size_t block_lower(struct fc_device *dv, size_t off)
 	return lo;
 }
 
-/* First-fit allocation in device D's arena; INTERNAL blocks (module
- * variables) are not counted as allocations and cannot be freed. */
-static int dev_alloc(int d, size_t size, int internal, void **out)
+static long block_find_locked(int d, const void *p);
+
+/* First-fit allocation in device D's arena, the block starting at a
+ * multiple of ALIGN (a multiple of FC_ALIGN). Blocks of module variables
+ * are not counted as allocations; neither they nor physical memory of
+ * cuMemCreate can be freed with cudaFree. */
+static int dev_alloc(int d, size_t size, size_t align, int internal, void **out)
 {
 	struct fc_device *dv;
-	size_t need, prev_end = 0, i;
+	size_t need, prev_end = 0, start = 0, i;
 	int err = -ENOMEM;
 
 	if (d < 0 || d >= fc.cfg.devices)
@@ -348,7 +378,8 @@ static int dev_alloc(int d, size_t size, int internal, void **out)
 	for (i = 0; i <= dv->nblocks; i++) {
 		size_t next = i < dv->nblocks ? dv->blocks[i].off : dv->cap;
 
-		if (next - prev_end >= need)
+		start = (prev_end + align - 1) / align * align;
+		if (start <= next && next - start >= need)
 			break;
 		if (i < dv->nblocks)
 			prev_end = dv->blocks[i].off + dv->blocks[i].size;
@@ -365,31 +396,58 @@ static int dev_alloc(int d, size_t size, int internal, void **out)
 		dv->blocks_cap = ncap;
 	}
 	memmove(&dv->blocks[i + 1], &dv->blocks[i], (dv->nblocks - i) * sizeof(*dv->blocks));
-	dv->blocks[i].off = prev_end;
+	dv->blocks[i].off = start;
 	dv->blocks[i].size = need;
 	dv->blocks[i].asked = size;
 	dv->blocks[i].internal = internal;
 	dv->nblocks++;
 	dv->used += need;
-	*out = dv->none_base + prev_end;
-	if (!internal)
+	*out = dv->none_base + start;
+	if (internal != FC_BLOCK_VAR)
 		fc_alloc_account((long long)need);
 	err = 0;
 out_unlock:
 	pthread_mutex_unlock(&fc.lock);
-	if (err == -ENOMEM && !internal)
+	if (err == -ENOMEM && internal != FC_BLOCK_VAR)
 		atomic_fetch_add(&fc_cnt.oom_errors, 1);
 	return err;
 }
 
 int fc_dev_alloc(int d, size_t size, void **out)
 {
-	return dev_alloc(d, size, 0, out);
+	return dev_alloc(d, size, FC_ALIGN, 0, out);
 }
 
 int fc_dev_alloc_internal(int d, size_t size, void **out)
 {
-	return dev_alloc(d, size, 1, out);
+	return dev_alloc(d, size, FC_ALIGN, FC_BLOCK_VAR, out);
+}
+
+int fc_dev_alloc_phys(int d, size_t size, size_t align, size_t *off)
+{
+	void *p;
+	int err = dev_alloc(d, size, align, FC_BLOCK_PHYS, &p);
+
+	if (!err)
+		*off = (size_t)((char *)p - fc.dev[d].none_base);
+	return err;
+}
+
+void fc_dev_free_phys(int d, size_t off)
+{
+	struct fc_device *dv = &fc.dev[d];
+	long i;
+
+	pthread_mutex_lock(&fc.lock);
+	i = block_find_locked(d, dv->none_base + off);
+	if (i >= 0 && dv->blocks[i].off == off && dv->blocks[i].internal == FC_BLOCK_PHYS) {
+		dv->used -= dv->blocks[i].size;
+		fc_alloc_account(-(long long)dv->blocks[i].size);
+		memmove(&dv->blocks[i], &dv->blocks[i + 1],
+			(dv->nblocks - (size_t)i - 1) * sizeof(*dv->blocks));
+		dv->nblocks--;
+	}
+	pthread_mutex_unlock(&fc.lock);
 }
 
 /* Finds the device whose arena holds p (no lock: arenas never move). */
@@ -409,9 +467,12 @@ static int dev_of(const void *p)
 void *fc_dev_rw(const void *p)
 {
 	int d = dev_of(p);
+	void *rw;
 
-	if (d < 0)
-		return (void *)(uintptr_t)p;
+	if (d < 0) {
+		rw = fc_vmm_rw(p);
+		return rw ? rw : (void *)(uintptr_t)p;
+	}
 	return fc.dev[d].rw_base + ((const char *)p - fc.dev[d].none_base);
 }
 
@@ -437,7 +498,7 @@ int fc_dev_block(const void *p, int *dev, void **base, size_t *size)
 	int err = -ENOENT;
 
 	if (d < 0)
-		return -ENOENT;
+		return fc_vmm_range(p, dev, base, size);
 	pthread_mutex_lock(&fc.lock);
 	i = block_find_locked(d, p);
 	if (i >= 0) {
@@ -466,6 +527,7 @@ void fc_dev_reset(int dev)
 	}
 	dv->nblocks = kept;
 	dv->ctx.gen++;
+	dv->ctx.active = 0;
 	pthread_mutex_unlock(&fc.lock);
 }
 
@@ -533,6 +595,9 @@ int fc_mem_classify(const void *p, size_t n, int *dev)
 	struct fc_hostrange *h;
 	int kind = FC_PAGEABLE;
 
+	if (d < 0 && (kind = fc_vmm_classify(p, n, dev)) != -ENOENT)
+		return kind;
+	kind = FC_PAGEABLE;
 	pthread_mutex_lock(&fc.lock);
 	if (d >= 0) {
 		long i = block_find_locked(d, p);
@@ -659,7 +724,7 @@ int fc_host_register(void *p, size_t size, unsigned flags)
 	struct fc_hostrange *h;
 	int err = 0;
 
-	if (!p || !size || dev_of(p) >= 0 ||
+	if (!p || !size || dev_of(p) >= 0 || fc_vmm_reserved(p) ||
 	    (flags & ~(unsigned)(cudaHostRegisterPortable | cudaHostRegisterMapped |
 				 cudaHostRegisterIoMemory | cudaHostRegisterReadOnly)))
 		return -EINVAL;
@@ -808,6 +873,7 @@ static void fork_child(void)
 	fc_stream_forget();
 	fc_symbols_forget();
 	fc_kernel_forget();
+	fc_vmm_forget();
 }
 
 __attribute__((constructor)) static void fc_constructor(void)

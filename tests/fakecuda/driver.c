@@ -149,8 +149,24 @@ FC_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 		return CUDA_ERROR_INVALID_DEVICE;
 	pthread_mutex_lock(&fc.lock);
 	fc.dev[dev].ctx.refs++;
+	fc.dev[dev].ctx.active = 1;
 	pthread_mutex_unlock(&fc.lock);
 	*pctx = &fc.dev[dev].ctx;
+	return CUDA_SUCCESS;
+}
+
+/* Active once retained or used by the runtime, until a device reset. */
+FC_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+	DRV_ENTER("cuDevicePrimaryCtxGetState", 0);
+	if (!flags || !active)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (dev < 0 || dev >= fc.cfg.devices)
+		return CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&fc.lock);
+	*active = fc.dev[dev].ctx.active;
+	pthread_mutex_unlock(&fc.lock);
+	*flags = 0;
 	return CUDA_SUCCESS;
 }
 
@@ -206,10 +222,60 @@ FC_API CUresult cuCtxSetCurrent(CUcontext ctx)
 	DRV_ENTER("cuCtxSetCurrent", 0);
 	if (ctx && !ctx_valid(ctx))
 		return CUDA_ERROR_INVALID_CONTEXT;
+	/* It replaces the top of the context stack; NULL pops it. */
 	t = fc_tls_get();
+	if (!ctx && t->ctx_depth)
+		ctx = t->ctx_stack[--t->ctx_depth];
 	t->ctx = ctx;
 	if (ctx)
 		t->dev = ctx->dev;
+	return CUDA_SUCCESS;
+}
+
+/* The context stack: the current context is its top. */
+FC_API CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+	struct fc_tls *t;
+
+	DRV_ENTER("cuCtxPushCurrent_v2", 0);
+	if (!ctx || !ctx_valid(ctx))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	t = fc_tls_get();
+	if (t->ctx) {
+		if (t->ctx_depth == FC_CTX_STACK)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		t->ctx_stack[t->ctx_depth++] = t->ctx;
+	}
+	t->ctx = ctx;
+	t->dev = ctx->dev;
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+	struct fc_tls *t;
+
+	DRV_ENTER("cuCtxPopCurrent_v2", 1);
+	t = fc_tls_get();
+	if (pctx)
+		*pctx = t->ctx;
+	t->ctx = t->ctx_depth ? t->ctx_stack[--t->ctx_depth] : NULL;
+	if (t->ctx)
+		t->dev = t->ctx->dev;
+	return CUDA_SUCCESS;
+}
+
+/* Every context here is made by the CUDA 3.2+ API. */
+FC_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+{
+	DRV_ENTER("cuCtxGetApiVersion", 0);
+	if (!version)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!ctx)
+		ctx = fc_tls_get()->ctx;
+	if (!ctx || !ctx_valid(ctx))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*version = 3020;
 	return CUDA_SUCCESS;
 }
 
@@ -252,6 +318,112 @@ FC_API CUresult cuMemFree_v2(CUdeviceptr p)
 		return CUDA_SUCCESS;
 	atomic_fetch_add(&fc_cnt.free_calls, 1);
 	return fc_drv_err(fc_dev_free(dptr(p)));
+}
+
+/* Stream-ordered allocation: made at once on the stream's device (the
+ * emulation has no deferred pool), freed when the stream reaches the free.
+ * A zero size is invalid, as on CUDA. */
+static CUresult alloc_async(const char *name, int ptsz, CUdeviceptr *p, size_t size,
+			    int from_pool, const struct CUmemPoolHandle_st *pool, CUstream h)
+{
+	struct CUstream_st *s;
+	unsigned flags;
+	void *v;
+	int err, dev;
+
+	DRV_ENTER_ALLOC(name);
+	DRV_STREAM(h, ptsz, s);
+	dev = fc_stream_flags(s, &flags);
+	if (from_pool)
+		dev = fc_pool_dev(pool);
+	if (!p || !size || dev < 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	atomic_fetch_add(&fc_cnt.alloc_calls, 1);
+	err = fc_dev_alloc(dev, size, &v);
+	if (!err)
+		*p = (CUdeviceptr)(uintptr_t)v;
+	return fc_drv_err(err);
+}
+
+FC_API CUresult cuMemAllocAsync(CUdeviceptr *p, size_t size, CUstream h)
+{ return alloc_async("cuMemAllocAsync", 0, p, size, 0, NULL, h); }
+FC_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t size, CUstream h)
+{ return alloc_async("cuMemAllocAsync_ptsz", 1, p, size, 0, NULL, h); }
+FC_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t size, CUmemoryPool pool, CUstream h)
+{ return alloc_async("cuMemAllocFromPoolAsync", 0, p, size, 1, pool, h); }
+FC_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t size, CUmemoryPool pool, CUstream h)
+{ return alloc_async("cuMemAllocFromPoolAsync_ptsz", 1, p, size, 1, pool, h); }
+
+static CUresult free_async(const char *name, int ptsz, CUdeviceptr p, CUstream h)
+{
+	struct CUstream_st *s;
+
+	DRV_ENTER(name, 1);
+	DRV_STREAM(h, ptsz, s);
+	atomic_fetch_add(&fc_cnt.free_calls, 1);
+	return fc_drv_err(fc_free_async(dptr(p), s));
+}
+
+FC_API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream h)
+{ return free_async("cuMemFreeAsync", 0, p, h); }
+FC_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream h)
+{ return free_async("cuMemFreeAsync_ptsz", 1, p, h); }
+
+/* Managed memory of the current context's device; FLAGS must say global
+ * or host attachment. */
+FC_API CUresult cuMemAllocManaged(CUdeviceptr *p, size_t size, unsigned int flags)
+{
+	void *v;
+	int err;
+
+	DRV_ENTER_ALLOC("cuMemAllocManaged");
+	if (!p || !size || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
+		return CUDA_ERROR_INVALID_VALUE;
+	atomic_fetch_add(&fc_cnt.alloc_calls, 1);
+	err = fc_managed_alloc(fc_tls_get()->ctx->dev, size, &v);
+	if (!err)
+		*p = (CUdeviceptr)(uintptr_t)v;
+	return fc_drv_err(err);
+}
+
+/* Rows padded to 512 bytes, as cudaMallocPitch does here; the element size
+ * must be 4, 8 or 16. A zero width or height allocates one block, as the
+ * runtime does. */
+FC_API CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t width, size_t height,
+				   unsigned int esize)
+{
+	size_t pt, n;
+	void *v;
+	int err;
+
+	DRV_ENTER_ALLOC("cuMemAllocPitch_v2");
+	if (!p || !pitch || (esize != 4 && esize != 8 && esize != 16) ||
+	    fc_pitch_size(width, height, &pt, &n))
+		return CUDA_ERROR_INVALID_VALUE;
+	atomic_fetch_add(&fc_cnt.alloc_calls, 1);
+	err = fc_dev_alloc(fc_tls_get()->ctx->dev, n, &v);
+	if (!err) {
+		*p = (CUdeviceptr)(uintptr_t)v;
+		*pitch = pt;
+	}
+	return fc_drv_err(err);
+}
+
+/* The allocation (arena block, or mapping of reserved memory) holding p. */
+FC_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr p)
+{
+	void *base;
+	size_t size;
+	int dev;
+
+	DRV_ENTER("cuMemGetAddressRange_v2", 1);
+	if (fc_mem_classify(dptr(p), 1, NULL) != FC_DEVICE || fc_dev_block(dptr(p), &dev, &base, &size))
+		return CUDA_ERROR_NOT_FOUND;
+	if (pbase)
+		*pbase = (CUdeviceptr)(uintptr_t)base;
+	if (psize)
+		*psize = size;
+	return CUDA_SUCCESS;
 }
 
 FC_API CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total)
@@ -930,11 +1102,32 @@ static const struct fc_proc procs[] = {
 	P("cuCtxGetId", 0, cuCtxGetId, NULL),
 	P("cuCtxGetDevice", 0, cuCtxGetDevice, NULL),
 	P("cuCtxSynchronize", 0, cuCtxSynchronize, NULL),
+	P("cuCtxPushCurrent", 0, cuCtxPushCurrent_v2, NULL),
+	P("cuCtxPopCurrent", 0, cuCtxPopCurrent_v2, NULL),
+	P("cuCtxGetApiVersion", 0, cuCtxGetApiVersion, NULL),
+	P("cuDevicePrimaryCtxGetState", 0, cuDevicePrimaryCtxGetState, NULL),
 	P("cuMemAlloc", 0, cuMemAlloc_v2, NULL),
 	P("cuMemFree", 0, cuMemFree_v2, NULL),
 	P("cuMemGetInfo", 0, cuMemGetInfo_v2, NULL),
+	P("cuMemAllocPitch", 0, cuMemAllocPitch_v2, NULL),
+	P("cuMemAllocManaged", 0, cuMemAllocManaged, NULL),
+	P("cuMemAllocAsync", 11020, cuMemAllocAsync, cuMemAllocAsync_ptsz),
+	P("cuMemFreeAsync", 11020, cuMemFreeAsync, cuMemFreeAsync_ptsz),
+	P("cuMemAllocFromPoolAsync", 11020, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz),
 	P("cuMemAllocHost", 0, cuMemAllocHost_v2, NULL),
 	P("cuMemHostAlloc", 0, cuMemHostAlloc, NULL),
+	P("cuMemGetAddressRange", 0, cuMemGetAddressRange_v2, NULL),
+	P("cuMemGetAllocationGranularity", 0, cuMemGetAllocationGranularity, NULL),
+	P("cuMemAddressReserve", 0, cuMemAddressReserve, NULL),
+	P("cuMemAddressFree", 0, cuMemAddressFree, NULL),
+	P("cuMemCreate", 0, cuMemCreate, NULL),
+	P("cuMemRelease", 0, cuMemRelease, NULL),
+	P("cuMemMap", 0, cuMemMap, NULL),
+	P("cuMemUnmap", 0, cuMemUnmap, NULL),
+	P("cuMemSetAccess", 0, cuMemSetAccess, NULL),
+	P("cuMemGetAccess", 0, cuMemGetAccess, NULL),
+	P("cuMemRetainAllocationHandle", 0, cuMemRetainAllocationHandle, NULL),
+	P("cuMemGetAllocationPropertiesFromHandle", 0, cuMemGetAllocationPropertiesFromHandle, NULL),
 	P("cuMemFreeHost", 0, cuMemFreeHost, NULL),
 	P("cuMemHostRegister", 0, cuMemHostRegister_v2, NULL),
 	P("cuMemHostUnregister", 0, cuMemHostUnregister, NULL),
@@ -992,21 +1185,24 @@ static const struct fc_proc procs[] = {
 	P("cuLaunchKernel", 0, cuLaunchKernel, cuLaunchKernel_ptsz),
 	P("cuGetErrorString", 0, cuGetErrorString, NULL),
 	P("cuGetErrorName", 0, cuGetErrorName, NULL),
-	P("cuGetProcAddress", 0, cuGetProcAddress_v2, NULL),
+	P("cuGetProcAddress", 12000, cuGetProcAddress_v2, NULL),
+	P("cuGetProcAddress", 0, cuGetProcAddress, NULL),
 };
 
+/* A name may have several rows, newest first: the first row whose version
+ * the caller reaches answers. */
 int fc_proc_lookup(const char *sym, int version, unsigned long long flags, void **pfn)
 {
 	size_t i;
+	int known = 0;
 	fc_fn fn;
 
 	for (i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
 		if (strcmp(procs[i].name, sym) != 0)
 			continue;
-		if (version < procs[i].min_version) {
-			*pfn = NULL;
-			return -ERANGE;
-		}
+		known = 1;
+		if (version < procs[i].min_version)
+			continue;
 		fn = procs[i].fn;
 		if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && procs[i].fn_ptsz)
 			fn = procs[i].fn_ptsz;
@@ -1014,7 +1210,7 @@ int fc_proc_lookup(const char *sym, int version, unsigned long long flags, void 
 		return 0;
 	}
 	*pfn = NULL;
-	return -ENOENT;
+	return known ? -ERANGE : -ENOENT;
 }
 
 FC_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
@@ -1032,4 +1228,15 @@ FC_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVers
 			  : err == -ERANGE ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
 			  : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
 	return err ? CUDA_ERROR_NOT_FOUND : CUDA_SUCCESS;
+}
+
+/* The CUDA 11 form: no status; an unknown symbol or a version too old is
+ * CUDA_ERROR_NOT_FOUND. */
+FC_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+	if (fc_api_enter("cuGetProcAddress"))
+		return CUDA_ERROR_UNKNOWN;
+	if (!symbol || !pfn)
+		return CUDA_ERROR_INVALID_VALUE;
+	return fc_proc_lookup(symbol, cudaVersion, flags, pfn) ? CUDA_ERROR_NOT_FOUND : CUDA_SUCCESS;
 }

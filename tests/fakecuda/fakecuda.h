@@ -14,6 +14,7 @@
  *   runtime.c  the cuda* entry points (per-thread last error).
  *   driver.c   the cu* entry points and cuGetProcAddress.
  *   kernel.c   modules and the one kernel emulated (vrampool_gather).
+ *   vmm.c      virtual memory management (cuMemCreate, cuMemMap, ...).
  *
  * Invariants: one global mutex (fc.lock) guards every structure below;
  * workers never hold it while they copy or sleep. Device addresses handed to
@@ -59,12 +60,15 @@ struct fc_counters {
 	atomic_ullong kernel_launches, kernel_bytes, kernel_faults;
 };
 
+#define FC_BLOCK_VAR 1   /* backs a registered __device__ variable */
+#define FC_BLOCK_PHYS 2  /* physical memory of cuMemCreate */
+
 /* An allocated extent of a device arena, [off, off + size). */
 struct fc_block {
 	size_t off;
 	size_t size;
 	size_t asked;
-	int internal;    /* backs a registered __device__ variable: not freeable */
+	int internal;    /* FC_BLOCK_VAR or FC_BLOCK_PHYS: not freeable with cudaFree */
 };
 
 /* The one memory pool of a device (cudaMemPool_t): stream-ordered
@@ -81,6 +85,7 @@ struct CUmemPoolHandle_st {
 struct CUctx_st {
 	int dev;
 	int refs;
+	int active;              /* used since the last reset (cuDevicePrimaryCtxGetState) */
 	unsigned long long gen;  /* bumped by cudaDeviceReset; part of cuCtxGetId */
 };
 
@@ -124,6 +129,7 @@ struct fc_config {
 	double h2d_gbps, d2d_gbps;
 	unsigned call_us;
 	enum fc_kernel_mode kernel;
+	int rt_via_driver;       /* FAKECUDA_RT_VIA_DRIVER=1 */
 };
 
 /*
@@ -189,10 +195,15 @@ struct fc_state {
 extern struct fc_state fc;
 extern struct fc_counters fc_cnt;
 
-/* Per-thread state: current context, per-thread default streams. */
+#define FC_CTX_STACK 16
+
+/* Per-thread state: current context (the top of the context stack, the
+ * entries below it in ctx_stack), per-thread default streams. */
 struct fc_tls {
 	unsigned gen;
 	struct CUctx_st *ctx;
+	struct CUctx_st *ctx_stack[FC_CTX_STACK];
+	int ctx_depth;
 	int dev;
 	struct CUstream_st *pts[FC_MAX_DEV];
 	cudaError_t last_error;
@@ -220,6 +231,10 @@ int fc_dev_alloc(int dev, size_t size, void **out);
 /* Same, for module variables: neither counted in alloc_bytes nor freeable. */
 int fc_dev_alloc_internal(int dev, size_t size, void **out);
 int fc_dev_free(const void *p);
+/* Physical memory for cuMemCreate: SIZE bytes at an arena offset that is
+ * a multiple of ALIGN, counted as allocated; 0 or -ENOMEM / -ENODEV. */
+int fc_dev_alloc_phys(int dev, size_t size, size_t align, size_t *off);
+void fc_dev_free_phys(int dev, size_t off);
 /* cudaDeviceReset's memory part: frees every allocation of device dev
  * (not module variables) and starts a new context generation. */
 void fc_dev_reset(int dev);
@@ -238,6 +253,11 @@ struct fc_hostrange *fc_host_find_locked(const void *p);
 int fc_dev_block(const void *p, int *dev, void **base, size_t *size);
 /* Current device of the calling thread (its context's device). */
 int fc_cur_dev(void);
+/* The device of a memory pool handle, or -1 if it is none of ours. */
+int fc_pool_dev(const struct CUmemPoolHandle_st *pool);
+/* cudaMallocPitch / cuMemAllocPitch: the pitch for WIDTH bytes and the
+ * bytes to allocate (at least 1); -EINVAL on overflow. */
+int fc_pitch_size(size_t width, size_t height, size_t *pitch, size_t *bytes);
 void fc_alloc_account(long long delta);
 
 /* ---- stream.c ---- */
@@ -266,6 +286,10 @@ int fc_memset(void *dst, int value, size_t n, struct CUstream_st *s, int sync);
  * pitch past the device maximum. */
 int fc_copy2d(void *dst, size_t dpitch, const void *src, size_t spitch,
 	      size_t width, size_t height, int kind, struct CUstream_st *s, int sync);
+/* What fc_copy2d would answer for these arguments, without doing anything
+ * (0 for an empty copy). */
+int fc_copy2d_check(void *dst, size_t dpitch, const void *src, size_t spitch,
+		    size_t width, size_t height, int kind);
 /* A pitched memset of HEIGHT rows of WIDTH elements of ESIZE (1, 2, 4)
  * bytes each, every element VALUE (truncated to the element size). */
 int fc_memset2d(void *dst, size_t pitch, unsigned value, unsigned esize,
@@ -351,6 +375,21 @@ int fc_drv_enter(const char *name, int need_ctx);
 /* Finds a driver entry point by base name (cuMemAlloc), CUDA version and
  * cuGetProcAddress flags: 0, -ENOENT, or -ERANGE (version too old). */
 int fc_proc_lookup(const char *sym, int version, unsigned long long flags, void **pfn);
+
+/* ---- vmm.c ---- */
+
+/* Classifies [p, p+n) against the reservations: -ENOENT when p is in
+ * none, FC_DEVICE (and *dev) when mapped throughout with read-write
+ * access, else -EINVAL. */
+int fc_vmm_classify(const void *p, size_t n, int *dev);
+/* The workers' view of a reserved address, or NULL. */
+void *fc_vmm_rw(const void *p);
+/* The mapping holding p: 0 and its device, base and size, or -ENOENT. */
+int fc_vmm_range(const void *p, int *dev, void **base, size_t *size);
+/* Says whether p lies in a reserved range. */
+int fc_vmm_reserved(const void *p);
+/* Forgets every reservation and mapping after fork() in the child. */
+void fc_vmm_forget(void);
 
 /* ---- kernel.c ---- */
 
@@ -455,7 +494,16 @@ FC_API CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus
 FC_API CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out);
 FC_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
 FC_API CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
+FC_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+FC_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
+FC_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
 FC_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra);
+
+/* The CUDA 11 cuGetProcAddress (no status argument), still exported by the
+ * driver; cuda.h declares it only for its own build and maps the name to
+ * cuGetProcAddress_v2. */
+#undef cuGetProcAddress
+FC_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 
 /* ---- test-only hooks (version node FAKECUDA) ---- */
 FC_API unsigned long long fakecuda_counter(const char *name);

@@ -13,6 +13,7 @@
  */
 #include "fakecuda.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,6 +58,8 @@ static int rt_enter(const char *name)
 
 	if (!t->ctx && t->dev < fc.cfg.devices)
 		t->ctx = &fc.dev[t->dev].ctx;
+	if (t->ctx)
+		t->ctx->active = 1;
 	fc.driver_inited = 1;
 	return inject;
 }
@@ -360,10 +363,173 @@ FC_API cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
 	return cudaSuccess;
 }
 
+/* ---- the runtime through the driver (FAKECUDA_RT_VIA_DRIVER=1) ----
+ *
+ * NVIDIA's runtime reaches the driver with dlopen("libcuda.so.1"), dlsym of
+ * cuGetProcAddress_v2, then cuGetProcAddress_v2 for every entry point. With
+ * FAKECUDA_RT_VIA_DRIVER=1 the runtime's copy and allocation entry points
+ * do the same: dlsym is an ordinary call, so a preloaded library that
+ * interposes dlsym sees it and may hand back wrappers. The runtime checks
+ * its arguments exactly as without it (same results, same last error),
+ * then lets the driver entry point do the work and count it.
+ */
+
+/* The driver entry points the runtime uses; [0] legacy, [1] per-thread. */
+struct rt_driver {
+	__typeof__(cuMemcpyHtoD_v2) *htod;
+	__typeof__(cuMemcpyDtoH_v2) *dtoh;
+	__typeof__(cuMemcpyDtoD_v2) *dtod;
+	__typeof__(cuMemcpy) *any;
+	__typeof__(cuMemcpyHtoDAsync_v2) *htod_async;
+	__typeof__(cuMemcpyDtoHAsync_v2) *dtoh_async;
+	__typeof__(cuMemcpyDtoDAsync_v2) *dtod_async;
+	__typeof__(cuMemcpyAsync) *any_async;
+	__typeof__(cuMemcpy2D_v2) *copy2d;
+	__typeof__(cuMemcpy2DAsync_v2) *copy2d_async;
+	__typeof__(cuMemAlloc_v2) *alloc;
+	__typeof__(cuMemAllocAsync) *alloc_async;
+	__typeof__(cuMemAllocManaged) *alloc_managed;
+	__typeof__(cuMemAllocPitch_v2) *alloc_pitch;
+};
+
+static struct rt_driver rt_drv[2];
+static int rt_drv_ok;
+static pthread_once_t rt_drv_once = PTHREAD_ONCE_INIT;
+
+/* Finds the driver as NVIDIA's runtime does; says so once if it cannot. */
+static void rt_driver_load(void)
+{
+	static const char *const names[] = {
+		"cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpyDtoD", "cuMemcpy",
+		"cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync", "cuMemcpyDtoDAsync", "cuMemcpyAsync",
+		"cuMemcpy2D", "cuMemcpy2DAsync", "cuMemAlloc", "cuMemAllocAsync",
+		"cuMemAllocManaged", "cuMemAllocPitch",
+	};
+	__typeof__(cuGetProcAddress_v2) *gpa;
+	CUdriverProcAddressQueryResult q;
+	void *h, **slot;
+	size_t i;
+	int pt;
+
+	_Static_assert(sizeof(struct rt_driver) == sizeof(names) / sizeof(names[0]) * sizeof(void *),
+		       "one name per entry point");
+	h = dlopen("libcuda.so.1", RTLD_NOW);
+	*(void **)&gpa = h ? dlsym(h, "cuGetProcAddress_v2") : NULL;
+	if (!gpa) {
+		fprintf(stderr, "fakecuda: FAKECUDA_RT_VIA_DRIVER: no cuGetProcAddress_v2 in libcuda.so.1 (%s); "
+			"the runtime works directly\n", dlerror());
+		return;
+	}
+	for (pt = 0; pt < 2; pt++) {
+		slot = (void **)&rt_drv[pt];
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			if (gpa(names[i], &slot[i], CUDA_VERSION,
+				pt ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+				   : CU_GET_PROC_ADDRESS_LEGACY_STREAM, &q) != CUDA_SUCCESS || !slot[i]) {
+				fprintf(stderr, "fakecuda: FAKECUDA_RT_VIA_DRIVER: cuGetProcAddress_v2(%s) "
+					"failed; the runtime works directly\n", names[i]);
+				return;
+			}
+		}
+	}
+	rt_drv_ok = 1;
+}
+
+/* The driver table for a call (PTSZ: the per-thread form), or NULL when
+ * the runtime works directly: not asked for, no driver found, or no device
+ * (the direct path gives the runtime's own answer then). */
+static const struct rt_driver *rt_driver(int ptsz)
+{
+	if (!fc.cfg.rt_via_driver || !have_device())
+		return NULL;
+	pthread_once(&rt_drv_once, rt_driver_load);
+	return rt_drv_ok ? &rt_drv[ptsz ? 1 : 0] : NULL;
+}
+
+/* A driver result as the runtime reports it (sets the last error). */
+static cudaError_t rt_ret_drv(CUresult r)
+{
+	switch (r) {
+	case CUDA_SUCCESS: return cudaSuccess;
+	case CUDA_ERROR_INVALID_VALUE: return rt_ret(cudaErrorInvalidValue);
+	case CUDA_ERROR_OUT_OF_MEMORY: return rt_ret(cudaErrorMemoryAllocation);
+	case CUDA_ERROR_INVALID_HANDLE: return rt_ret(cudaErrorInvalidResourceHandle);
+	case CUDA_ERROR_NOT_READY: return rt_ret(cudaErrorNotReady);
+	case CUDA_ERROR_INVALID_DEVICE: return rt_ret(cudaErrorInvalidDevice);
+	case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: return rt_ret(cudaErrorStreamCaptureUnsupported);
+	case CUDA_ERROR_NOT_SUPPORTED: return rt_ret(cudaErrorNotSupported);
+	case CUDA_ERROR_NOT_INITIALIZED: return rt_ret(cudaErrorInitializationError);
+	case CUDA_ERROR_INVALID_CONTEXT: return rt_ret(cudaErrorDeviceUninitialized);
+	default: return rt_ret(cudaErrorUnknown);
+	}
+}
+
+static CUdeviceptr rt_dptr(const void *p)
+{
+	return (CUdeviceptr)(uintptr_t)p;
+}
+
+/* A linear copy through the driver entry point its kind names. */
+static cudaError_t rt_driver_copy(const struct rt_driver *d, int sync, void *dst, const void *src,
+				  size_t n, enum cudaMemcpyKind kind, cudaStream_t h)
+{
+	int err = fc_copy2d_check(dst, n, src, n, n, 1, (int)kind);
+
+	if (err)
+		return rt_reti(err);
+	switch (kind) {
+	case cudaMemcpyHostToDevice:
+		return rt_ret_drv(sync ? d->htod(rt_dptr(dst), src, n)
+				  : d->htod_async(rt_dptr(dst), src, n, h));
+	case cudaMemcpyDeviceToHost:
+		return rt_ret_drv(sync ? d->dtoh(dst, rt_dptr(src), n)
+				  : d->dtoh_async(dst, rt_dptr(src), n, h));
+	case cudaMemcpyDeviceToDevice:
+		return rt_ret_drv(sync ? d->dtod(rt_dptr(dst), rt_dptr(src), n)
+				  : d->dtod_async(rt_dptr(dst), rt_dptr(src), n, h));
+	default: /* default and host-to-host: unified addressing decides */
+		return rt_ret_drv(sync ? d->any(rt_dptr(dst), rt_dptr(src), n)
+				  : d->any_async(rt_dptr(dst), rt_dptr(src), n, h));
+	}
+}
+
+/* A pitched copy through cuMemcpy2D[Async]: the kind gives the memory types. */
+static cudaError_t rt_driver_copy2d(const struct rt_driver *d, int sync, void *dst, size_t dpitch,
+				    const void *src, size_t spitch, size_t width, size_t height,
+				    enum cudaMemcpyKind kind, cudaStream_t h)
+{
+	CUDA_MEMCPY2D m;
+	int err = fc_copy2d_check(dst, dpitch, src, spitch, width, height, (int)kind);
+
+	if (err)
+		return rt_reti(err);
+	if (!width || !height)
+		return cudaSuccess;
+	memset(&m, 0, sizeof(m));
+	m.srcMemoryType = kind == cudaMemcpyDefault ? CU_MEMORYTYPE_UNIFIED
+			  : kind == cudaMemcpyHostToDevice || kind == cudaMemcpyHostToHost
+			  ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+	m.dstMemoryType = kind == cudaMemcpyDefault ? CU_MEMORYTYPE_UNIFIED
+			  : kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost
+			  ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+	m.srcHost = src;
+	m.srcDevice = rt_dptr(src);
+	m.srcPitch = spitch;
+	m.dstHost = dst;
+	m.dstDevice = rt_dptr(dst);
+	m.dstPitch = dpitch;
+	m.WidthInBytes = width;
+	m.Height = height;
+	return rt_ret_drv(sync ? d->copy2d(&m) : d->copy2d_async(&m, h));
+}
+
 /* ---- memory ---- */
 
 FC_API cudaError_t cudaMalloc(void **devPtr, size_t size)
 {
+	const struct rt_driver *d;
+	CUdeviceptr p = 0;
+	CUresult r;
 	int err;
 
 	RT_ENTER_ALLOC("cudaMalloc");
@@ -372,6 +538,12 @@ FC_API cudaError_t cudaMalloc(void **devPtr, size_t size)
 	if (!size) {
 		*devPtr = NULL;
 		return cudaSuccess;
+	}
+	if ((d = rt_driver(0))) {
+		r = d->alloc(&p, size);
+		if (r == CUDA_SUCCESS)
+			*devPtr = (void *)(uintptr_t)p;
+		return rt_ret_drv(r);
 	}
 	atomic_fetch_add(&fc_cnt.alloc_calls, 1);
 	err = fc_dev_alloc(fc_cur_dev(), size, devPtr);
@@ -391,10 +563,20 @@ static cudaError_t malloc_async(const char *name, int ptsz, void **p, size_t siz
 {
 	struct CUstream_st *s;
 
+	const struct rt_driver *d;
+	CUdeviceptr dp = 0;
+	CUresult r;
+
 	RT_ENTER_ALLOC(name);
 	RT_STREAM(h, ptsz, s);
 	if (!p)
 		return rt_ret(cudaErrorInvalidValue);
+	if ((d = rt_driver(ptsz))) {
+		r = d->alloc_async(&dp, size ? size : 1, h);
+		if (r == CUDA_SUCCESS)
+			*p = (void *)(uintptr_t)dp;
+		return rt_ret_drv(r);
+	}
 	atomic_fetch_add(&fc_cnt.alloc_calls, 1);
 	return rt_reti(fc_dev_alloc(fc_stream_flags(s, &(unsigned){0}), size ? size : 1, p));
 }
@@ -431,24 +613,42 @@ FC_API cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t h)
 
 FC_API cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
 {
+	const struct rt_driver *d;
+	CUdeviceptr p = 0;
+	CUresult r;
+
 	RT_ENTER_ALLOC("cudaMallocManaged");
-	(void)flags;
-	if (!devPtr || !size)
+	if (!devPtr || !size || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost))
 		return rt_ret(cudaErrorInvalidValue);
+	if ((d = rt_driver(0))) {
+		r = d->alloc_managed(&p, size, flags);
+		if (r == CUDA_SUCCESS)
+			*devPtr = (void *)(uintptr_t)p;
+		return rt_ret_drv(r);
+	}
 	atomic_fetch_add(&fc_cnt.alloc_calls, 1);
 	return rt_reti(fc_managed_alloc(fc_cur_dev(), size, devPtr));
 }
 
 FC_API cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
 {
-	size_t p = (width + 511) / 512 * 512;
+	const struct rt_driver *d;
+	CUdeviceptr dp = 0;
+	size_t p, n;
+	CUresult r;
 
 	RT_ENTER_ALLOC("cudaMallocPitch");
-	if (!devPtr || !pitch)
+	if (!devPtr || !pitch || fc_pitch_size(width, height, &p, &n))
 		return rt_ret(cudaErrorInvalidValue);
 	*pitch = p;
+	if ((d = rt_driver(0))) {
+		r = d->alloc_pitch(&dp, pitch, width, height, 16);
+		if (r == CUDA_SUCCESS)
+			*devPtr = (void *)(uintptr_t)dp;
+		return rt_ret_drv(r);
+	}
 	atomic_fetch_add(&fc_cnt.alloc_calls, 1);
-	return rt_reti(fc_dev_alloc(fc_cur_dev(), p * height > 0 ? p * height : 1, devPtr));
+	return rt_reti(fc_dev_alloc(fc_cur_dev(), n, devPtr));
 }
 
 FC_API cudaError_t cudaMallocHost(void **ptr, size_t size)
@@ -574,10 +774,13 @@ FC_API cudaError_t cudaMemsetAsync_ptsz(void *p, int v, size_t n, cudaStream_t h
 static cudaError_t memcpy_any(const char *name, int ptsz, int sync, void *dst, const void *src,
 			      size_t n, enum cudaMemcpyKind kind, cudaStream_t h)
 {
+	const struct rt_driver *d;
 	struct CUstream_st *s;
 
 	RT_ENTER(name);
 	RT_STREAM(h, ptsz, s);
+	if ((d = rt_driver(ptsz)))
+		return rt_driver_copy(d, sync, dst, src, n, kind, h);
 	return rt_reti(fc_copy(dst, src, n, (int)kind, s, sync));
 }
 
@@ -1222,10 +1425,13 @@ static cudaError_t memcpy2d_any(const char *name, int ptsz, int sync, void *dst,
 				const void *src, size_t spitch, size_t width, size_t height,
 				enum cudaMemcpyKind kind, cudaStream_t h)
 {
+	const struct rt_driver *d;
 	struct CUstream_st *s;
 
 	RT_ENTER(name);
 	RT_STREAM(h, ptsz, s);
+	if ((d = rt_driver(ptsz)))
+		return rt_driver_copy2d(d, sync, dst, dpitch, src, spitch, width, height, kind, h);
 	return rt_reti(fc_copy2d(dst, dpitch, src, spitch, width, height, (int)kind, s, sync));
 }
 
@@ -1871,16 +2077,7 @@ FC_API cudaError_t cudaGraphExecUpdate(cudaGraphExec_t x, cudaGraph_t g,
 
 /* ---- memory pools: one default pool per device ---- */
 
-/* Returns the device of a pool handle, or -1 if it is none of ours. */
-static int pool_dev(cudaMemPool_t pool)
-{
-	int d;
-
-	for (d = 0; d < fc.cfg.devices; d++)
-		if (pool == &fc.dev[d].pool)
-			return d;
-	return -1;
-}
+#define pool_dev fc_pool_dev
 
 FC_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
 {

@@ -769,6 +769,18 @@ static int copy_describe(struct fc_xfer *x, void *dst, size_t dpitch, const void
 	return dk;
 }
 
+int fc_copy2d_check(void *dst, size_t dpitch, const void *src, size_t spitch,
+		    size_t width, size_t height, int kind)
+{
+	struct fc_xfer x;
+	int sk, dk;
+
+	if (!width || !height)
+		return 0;
+	dk = copy_describe(&x, dst, dpitch, src, spitch, width, height, kind, &sk);
+	return dk < 0 ? dk : 0;
+}
+
 int fc_copy2d(void *dst, size_t dpitch, const void *src, size_t spitch,
 	      size_t width, size_t height, int kind, struct CUstream_st *s, int sync)
 {
@@ -892,7 +904,7 @@ int fc_free_async(void *p, struct CUstream_st *s)
 	size_t size;
 	int dev;
 
-	if (fc_dev_block(p, &dev, &base, &size) < 0 || base != p)
+	if (fc_dev_block(p, &dev, &base, &size) < 0 || base != p || fc_vmm_reserved(p))
 		return -EINVAL;
 	op = calloc(1, sizeof(*op));
 	if (!op)

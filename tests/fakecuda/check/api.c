@@ -487,6 +487,228 @@ static void test_reset(void)
 	CU_ASSERT(child_ok(in_child(child_reset, NULL)));
 }
 
+/* ---- the driver's allocation, context-stack and lookup entry points ---- */
+
+static void child_driver_alloc(void)
+{
+	CUresult (*gpa_old)(const char *, void **, int, cuuint64_t);
+	CUresult (*alloc_ptsz)(CUdeviceptr *, size_t, CUstream);
+	CUresult (*free_ptsz)(CUdeviceptr, CUstream);
+	CUresult (*pool_ptsz)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+	CUdriverProcAddressQueryResult q;
+	void *fn;
+	CUdeviceptr p, m, pp;
+	CUcontext c0, c1, cur, popped;
+	cudaMemPool_t pool;
+	cudaStream_t s;
+	size_t pitch = 0;
+	unsigned flags = 9, ver = 0;
+	int active = -1, ord = -1;
+	void *v;
+
+	CHK(cuInit(0) == CUDA_SUCCESS);
+	CHK(cuDevicePrimaryCtxGetState(0, &flags, &active) == CUDA_SUCCESS && active == 0 && flags == 0);
+	CHK(cudaStreamCreate(&s) == cudaSuccess);
+	CHK(cuDevicePrimaryCtxGetState(0, &flags, &active) == CUDA_SUCCESS && active == 1);
+	CHK(cuDevicePrimaryCtxGetState(1, &flags, &active) == CUDA_SUCCESS && active == 0);
+
+	/* Stream-ordered allocations: on the stream's device, freed in order. */
+	CHK(cuMemAllocAsync(&p, 1000, s) == CUDA_SUCCESS && counter("alloc_bytes") == 1024);
+	CHK(cuMemAllocAsync(&pp, 0, s) == CUDA_ERROR_INVALID_VALUE);
+	CHK(cuMemFreeAsync(p, s) == CUDA_SUCCESS);
+	CHK(cuMemFreeAsync(p + 1, s) == CUDA_ERROR_INVALID_VALUE);
+	CHK(cuStreamSynchronize(s) == CUDA_SUCCESS && counter("alloc_bytes") == 0);
+	*(void **)&alloc_ptsz = dlsym(RTLD_DEFAULT, "cuMemAllocAsync_ptsz");
+	*(void **)&free_ptsz = dlsym(RTLD_DEFAULT, "cuMemFreeAsync_ptsz");
+	*(void **)&pool_ptsz = dlsym(RTLD_DEFAULT, "cuMemAllocFromPoolAsync_ptsz");
+	CHK(alloc_ptsz && free_ptsz && pool_ptsz);
+	CHK(alloc_ptsz(&p, 10, 0) == CUDA_SUCCESS);
+	CHK(free_ptsz(p, 0) == CUDA_SUCCESS);
+	CHK(cudaDeviceGetDefaultMemPool(&pool, 0) == cudaSuccess);
+	CHK(cuMemAllocFromPoolAsync(&p, 300, pool, s) == CUDA_SUCCESS);
+	CHK(cuMemAllocFromPoolAsync(&pp, 300, NULL, s) == CUDA_ERROR_INVALID_VALUE);
+	CHK(pool_ptsz(&pp, 300, pool, 0) == CUDA_SUCCESS);
+	CHK(counter("alloc_calls") == 4 && counter("free_calls") == 3);
+
+	/* Managed and pitched memory. */
+	CHK(cuMemAllocManaged(&m, 4096, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS);
+	((volatile char *)(uintptr_t)m)[4095] = 1; /* host-visible */
+	CHK(cuMemAllocManaged(&pp, 4096, 0) == CUDA_ERROR_INVALID_VALUE);
+	CHK(cudaMallocManaged(&v, 4096, 0) == cudaErrorInvalidValue);
+	CHK(cuMemAllocPitch(&pp, &pitch, 100, 3, 4) == CUDA_SUCCESS && pitch == 512);
+	CHK(cuMemAllocPitch(&pp, &pitch, 100, 3, 3) == CUDA_ERROR_INVALID_VALUE);
+	CHK(cuMemAllocPitch(&pp, &pitch, SIZE_MAX / 2, 4, 4) == CUDA_ERROR_INVALID_VALUE);
+	CHK(cuMemAllocPitch(&pp, &pitch, 100, 3, 4) == CUDA_SUCCESS);
+	CHK(cuMemsetD2D8(pp, pitch, 7, 100, 3) == CUDA_SUCCESS);
+	CHK(cuMemsetD2D8(pp, pitch, 7, 100, 4) == CUDA_ERROR_INVALID_VALUE);
+
+	/* The context stack. */
+	CHK(cuCtxGetCurrent(&c0) == CUDA_SUCCESS && c0 != NULL);
+	CHK(cuDevicePrimaryCtxRetain(&c1, 1) == CUDA_SUCCESS && c1 != c0);
+	CHK(cuDevicePrimaryCtxGetState(1, &flags, &active) == CUDA_SUCCESS && active == 1);
+	CHK(cuCtxPushCurrent(c1) == CUDA_SUCCESS);
+	CHK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == c1);
+	CHK(cuMemAlloc(&pp, 64) == CUDA_SUCCESS);
+	CHK(cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, pp) == CUDA_SUCCESS && ord == 1);
+	CHK(cuCtxPopCurrent(&popped) == CUDA_SUCCESS && popped == c1);
+	CHK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == c0);
+	CHK(cuCtxPopCurrent(&popped) == CUDA_SUCCESS && popped == c0);
+	CHK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == NULL);
+	CHK(cuCtxPopCurrent(&popped) == CUDA_ERROR_INVALID_CONTEXT);
+	CHK(cuCtxPushCurrent(NULL) == CUDA_ERROR_INVALID_CONTEXT);
+	CHK(cuCtxPushCurrent(c0) == CUDA_SUCCESS && cuCtxPushCurrent(c1) == CUDA_SUCCESS);
+	CHK(cuCtxSetCurrent(NULL) == CUDA_SUCCESS); /* pops the top */
+	CHK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == c0);
+	CHK(cuCtxGetApiVersion(NULL, &ver) == CUDA_SUCCESS && ver == 3020);
+	CHK(cuCtxGetApiVersion((CUcontext)&ver, &ver) == CUDA_ERROR_INVALID_CONTEXT);
+
+	/* Lookups: versioned and per-thread entries, and the CUDA 11 form. */
+	CHK(cuGetProcAddress_v2("cuMemAllocPitch", &fn, 12000, 0, &q) == CUDA_SUCCESS);
+	CHK(fn == dlsym(RTLD_DEFAULT, "cuMemAllocPitch_v2"));
+	CHK(cuGetProcAddress_v2("cuMemAllocAsync", &fn, 11000, 0, &q) == CUDA_ERROR_NOT_FOUND);
+	CHK(q == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+	CHK(cuGetProcAddress_v2("cuMemAllocAsync", &fn, 12000,
+				CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &q) == CUDA_SUCCESS);
+	CHK(fn == dlsym(RTLD_DEFAULT, "cuMemAllocAsync_ptsz"));
+	CHK(cuGetProcAddress_v2("cuMemFreeAsync", &fn, 12000, 0, &q) == CUDA_SUCCESS);
+	CHK(cuGetProcAddress_v2("cuMemAllocFromPoolAsync", &fn, 12000, 0, &q) == CUDA_SUCCESS);
+	CHK(cuGetProcAddress_v2("cuMemAllocManaged", &fn, 12000, 0, &q) == CUDA_SUCCESS);
+	CHK(cuGetProcAddress_v2("cuCtxPushCurrent", &fn, 12000, 0, &q) == CUDA_SUCCESS);
+	CHK(fn == dlsym(RTLD_DEFAULT, "cuCtxPushCurrent_v2"));
+	CHK(cuGetProcAddress_v2("cuCtxPopCurrent", &fn, 12000, 0, &q) == CUDA_SUCCESS);
+	CHK(cuGetProcAddress_v2("cuCtxGetApiVersion", &fn, 12000, 0, &q) == CUDA_SUCCESS);
+	CHK(cuGetProcAddress_v2("cuDevicePrimaryCtxGetState", &fn, 12000, 0, &q) == CUDA_SUCCESS);
+	*(void **)&gpa_old = dlsym(RTLD_DEFAULT, "cuGetProcAddress");
+	CHK(gpa_old != NULL);
+	CHK(gpa_old("cuMemAllocManaged", &fn, 11040, 0) == CUDA_SUCCESS);
+	CHK(fn == dlsym(RTLD_DEFAULT, "cuMemAllocManaged"));
+	CHK(gpa_old("cuNoSuchThing", &fn, 11040, 0) == CUDA_ERROR_NOT_FOUND && fn == NULL);
+	CHK(gpa_old("cuGetProcAddress", &fn, 11040, 0) == CUDA_SUCCESS);
+	CHK(fn == dlsym(RTLD_DEFAULT, "cuGetProcAddress"));
+	CHK(gpa_old("cuGetProcAddress", &fn, 12000, 0) == CUDA_SUCCESS);
+	CHK(fn == dlsym(RTLD_DEFAULT, "cuGetProcAddress_v2"));
+	CHK(counter("cuGetProcAddress") == 4);
+}
+
+static void test_driver_alloc(void)
+{
+	const char *env[] = { "FAKECUDA_DEVICES", "2", NULL };
+
+	CU_ASSERT(child_ok(in_child(child_driver_alloc, env)));
+}
+
+/* ---- the runtime through the driver ---- */
+
+static unsigned via_driver;
+
+/*
+ * The same copies and allocations, with and without
+ * FAKECUDA_RT_VIA_DRIVER=1: the same results, last errors and counters;
+ * only the calls table differs, showing cuGetProcAddress_v2 and the driver
+ * entry points in use. FAKECUDA_FAIL=cuMemAlloc_v2#3 in both runs: only
+ * the run through the driver reaches cuMemAlloc_v2.
+ */
+static void child_rt_via_driver(void)
+{
+	cudaError_t (*copy_ptsz)(void *, const void *, size_t, enum cudaMemcpyKind, cudaStream_t);
+	static unsigned char host[4096], host2[4096], back[4096];
+	unsigned char *pin, *a, *b, *m, *pt, *z = (unsigned char *)1;
+	size_t pitch = 0, r;
+	cudaStream_t s, dead;
+
+	*(void **)&copy_ptsz = dlsym(RTLD_DEFAULT, "cudaMemcpyAsync_ptsz");
+	CHK(copy_ptsz != NULL);
+	memset(host, 3, sizeof(host));
+	CHK(cudaStreamCreate(&s) == cudaSuccess);
+	CHK(cudaMallocHost((void **)&pin, 4096) == cudaSuccess);
+	memset(pin, 4, 4096);
+
+	/* Allocations. */
+	CHK(cudaMalloc((void **)&a, 1000) == cudaSuccess);
+	CHK(cudaMalloc((void **)&z, 0) == cudaSuccess && z == NULL);
+	CHK(cudaMalloc(NULL, 10) == cudaErrorInvalidValue);
+	CHK(cudaGetLastError() == cudaErrorInvalidValue);
+	CHK(cudaMalloc((void **)&b, 100u << 20) == cudaErrorMemoryAllocation);
+	CHK(cudaGetLastError() == cudaErrorMemoryAllocation && counter("oom_errors") == 1);
+	if (via_driver) {
+		CHK(cudaMalloc((void **)&b, 1000) == cudaErrorMemoryAllocation); /* cuMemAlloc_v2#3 */
+		CHK(cudaGetLastError() == cudaErrorMemoryAllocation);
+		CHK(counter("injected_faults") == 1);
+	}
+	CHK(cudaMalloc((void **)&b, 1000) == cudaSuccess);
+	CHK(cudaMallocAsync((void **)&z, 10, s) == cudaSuccess && z != NULL);
+	CHK(cudaMallocManaged((void **)&m, 4096, cudaMemAttachGlobal) == cudaSuccess);
+	CHK(cudaMallocManaged((void **)&m, 4096, 0) == cudaErrorInvalidValue);
+	CHK(cudaMallocManaged((void **)&m, 4096, cudaMemAttachHost) == cudaSuccess);
+	CHK(cudaMallocPitch((void **)&pt, &pitch, 100, 4) == cudaSuccess && pitch == 512);
+	CHK(counter("alloc_calls") == 7); /* an injected fault is no attempt */
+	CHK(counter("alloc_bytes") == 1024 + 1024 + 256 + 4096 + 4096 + 2048);
+
+	/* Copies of every kind, checked back. */
+	CHK(cudaMemcpy(a, host, 1000, cudaMemcpyHostToDevice) == cudaSuccess);
+	CHK(cudaMemcpyAsync(b, pin, 1000, cudaMemcpyHostToDevice, s) == cudaSuccess);
+	CHK(cudaStreamSynchronize(s) == cudaSuccess);
+	CHK(cudaMemcpy(b, a, 500, cudaMemcpyDeviceToDevice) == cudaSuccess);
+	CHK(cudaMemcpyAsync(back, b, 1000, cudaMemcpyDefault, s) == cudaSuccess);
+	CHK(back[0] == 3 && back[499] == 3 && back[500] == 4 && back[999] == 4);
+	CHK(cudaMemcpy(host2, host, 64, cudaMemcpyHostToHost) == cudaSuccess && host2[63] == 3);
+	CHK(copy_ptsz(a, pin, 1000, cudaMemcpyHostToDevice, 0) == cudaSuccess);
+	CHK(cudaMemcpy(back, a, 1000, cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(back[0] == 4 && back[999] == 4);
+	CHK(cudaMemcpy(m, a, 1000, cudaMemcpyDefault) == cudaSuccess && m[999] == 4);
+	CHK(cudaMemcpy2D(pt, pitch, host, 100, 100, 4, cudaMemcpyHostToDevice) == cudaSuccess);
+	memset(back, 0, sizeof(back));
+	CHK(cudaMemcpy2DAsync(back, 128, pt, pitch, 100, 4, cudaMemcpyDeviceToHost, s) == cudaSuccess);
+	CHK(cudaStreamSynchronize(s) == cudaSuccess);
+	for (r = 0; r < 4; r++)
+		CHK(back[r * 128] == 3 && back[r * 128 + 99] == 3 && back[r * 128 + 100] == 0);
+
+	/* Refusals: the same codes and last errors. */
+	CHK(cudaMemcpy(a, host, 2000, cudaMemcpyHostToDevice) == cudaErrorInvalidValue);
+	CHK(cudaGetLastError() == cudaErrorInvalidValue);
+	CHK(cudaMemcpy(host, a, 16, cudaMemcpyHostToDevice) == cudaErrorInvalidValue);
+	CHK(cudaMemcpy(host, a, 16, (enum cudaMemcpyKind)9) == cudaErrorInvalidValue);
+	CHK(cudaMemcpy2D(pt, (size_t)1 << 40, host, 100, 100, 2, cudaMemcpyHostToDevice) ==
+	    cudaErrorInvalidPitchValue);
+	CHK(cudaGetLastError() == cudaErrorInvalidPitchValue);
+	CHK(cudaStreamCreate(&dead) == cudaSuccess && cudaStreamDestroy(dead) == cudaSuccess);
+	CHK(cudaMemcpyAsync(a, host, 10, cudaMemcpyHostToDevice, dead) == cudaErrorInvalidResourceHandle);
+	CHK(cudaMallocAsync((void **)&z, 10, dead) == cudaErrorInvalidResourceHandle);
+	CHK(cudaMemcpy(a, host, 0, cudaMemcpyHostToDevice) == cudaSuccess);
+
+	CHK(counter("h2d_calls") == 4 && counter("h2d_bytes") == 3400);
+	CHK(counter("d2h_calls") == 3 && counter("d2h_bytes") == 2400);
+	CHK(counter("d2d_calls") == 2 && counter("d2d_bytes") == 1500);
+	CHK(counter("h2h_calls") == 1 && counter("h2h_bytes") == 64);
+	CHK(counter("cudaMemcpy") == 9 && counter("cudaMalloc") == 5 + via_driver);
+
+	if (!via_driver) {
+		CHK(counter("cuGetProcAddress_v2") == 0 && counter("cuMemAlloc_v2") == 0);
+		CHK(counter("cuMemcpyHtoD_v2") == 0 && counter("cuMemcpy2D_v2") == 0);
+		return;
+	}
+	CHK(counter("cuGetProcAddress_v2") == 28);
+	CHK(counter("cuMemAlloc_v2") == 4 && counter("cuMemAllocAsync") == 1);
+	CHK(counter("cuMemAllocManaged") == 2 && counter("cuMemAllocPitch_v2") == 1);
+	CHK(counter("cuMemcpyHtoD_v2") == 2 && counter("cuMemcpyHtoDAsync_v2") == 1); /* one empty */
+	CHK(counter("cuMemcpyHtoDAsync_v2_ptsz") == 1 && counter("cuMemcpyDtoD_v2") == 1);
+	CHK(counter("cuMemcpyAsync") == 1 && counter("cuMemcpy") == 2);
+	CHK(counter("cuMemcpyDtoH_v2") == 1 && counter("cuMemcpy2D_v2") == 1);
+	CHK(counter("cuMemcpy2DAsync_v2") == 1);
+}
+
+static void test_rt_via_driver(void)
+{
+	const char *direct[] = { "FAKECUDA_MEM", "64M", "FAKECUDA_FAIL", "cuMemAlloc_v2#3", NULL };
+	const char *through[] = { "FAKECUDA_MEM", "64M", "FAKECUDA_FAIL", "cuMemAlloc_v2#3",
+				  "FAKECUDA_RT_VIA_DRIVER", "1", NULL };
+
+	via_driver = 0;
+	CU_ASSERT(child_ok(in_child(child_rt_via_driver, direct)));
+	via_driver = 1;
+	CU_ASSERT(child_ok(in_child(child_rt_via_driver, through)));
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -507,6 +729,8 @@ int main(void)
 	CU_add_test(s, "an explicit graph replays its nodes in order and reads pinned sources at launch", test_explicit_graphs);
 	CU_add_test(s, "pools, limits, host flags, prefetch and kernel queries answer as documented", test_misc);
 	CU_add_test(s, "a device reset frees every allocation and starts a context with a new id", test_reset);
+	CU_add_test(s, "the runtime through the driver gives the same results and counts, using the driver's entry points", test_rt_via_driver);
+	CU_add_test(s, "the driver allocates stream-ordered, managed and pitched memory, keeps a context stack, and finds every entry", test_driver_alloc);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_tests_failed();
