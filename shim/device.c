@@ -368,8 +368,9 @@ static int device_ctx_enter(int dev, CUcontext *prev)
 
 	if (dev < 0 || dev >= DEVICE_MAX)
 		return -EINVAL;
-	if (drv.ctx_get_current(prev) != CUDA_SUCCESS)
-		*prev = NULL;
+	/* Without knowing the caller's context it could not be put back: do nothing. */
+	if (device_own(drv.ctx_get_current(prev)))
+		return -EIO;
 	pthread_mutex_lock(&device_ctx_lock);
 	if (!device_ctx[dev])
 		err = device_own(drv.primary_ctx_retain(&device_ctx[dev], (CUdevice)dev));
@@ -384,8 +385,8 @@ static int device_ctx_enter(int dev, CUcontext *prev)
 
 static void device_ctx_leave(int dev, CUcontext prev)
 {
-	if (prev != device_ctx[dev])
-		drv.ctx_set_current(prev);
+	if (prev != device_ctx[dev] && device_own(drv.ctx_set_current(prev)))
+		drv.ctx_set_current(prev);     /* once more: the program's thread must get its context back */
 }
 
 int device_mem_alloc(int dev, uint64_t n, dev_ptr *out)
@@ -858,7 +859,8 @@ static int device_selftest(struct device_kernel *k, char *why, size_t len)
 			}
 		}
 	}
-	device_own(drv.mem_free(base));
+	if (device_own(drv.mem_free(base)))
+		device_own(drv.mem_free(base));        /* once more: 64 KiB the program may need */
 out_destroy_stream:
 	drv.stream_destroy(s);
 out_free_host:

@@ -34,7 +34,7 @@
 #define POOL_STACK_ROWS 256
 #define POOL_PRIOS (LAYOUT_MAX_PRIO + 1)
 #define POOL_STREAMS 64         /* streams remembered for the reclaim fallback */
-#define POOL_RETRY_FIRST 16     /* matched copies before a failed allocation or probe is retried */
+#define POOL_RETRY_FIRST 2      /* matched copies before a failed allocation or probe is retried, doubled each time */
 #define POOL_RETRY_LIMIT 6      /* failed attempts before giving up for the run */
 
 /* What the copy pipeline's steps return besides 0 and the program's own errors (positive). */
@@ -187,7 +187,7 @@ struct pool *pool_get(int dev, uint64_t ctx_id)
 	return p;
 }
 
-/* The number of copies to wait before attempt failures + 1: 16, 32, 64, ... */
+/* The number of copies to wait before attempt failures + 1: 4, 8, 16, ... */
 static uint64_t pool_retry_gap(unsigned failures)
 {
 	return (uint64_t)POOL_RETRY_FIRST << (failures < 10 ? failures : 10);
@@ -996,7 +996,7 @@ static int pool_evict_slab(struct pool *p, uint32_t id, const char *why)
 	struct slab *s = p->slabs[id];
 	char b[32];
 
-	if (device_mem_free(p->dev, s->base)) {
+	if (device_mem_free(p->dev, s->base) && device_mem_free(p->dev, s->base)) {
 		log_verbose("could not free slab %u of device %d; it stays", id, p->dev);
 		return -EIO;
 	}

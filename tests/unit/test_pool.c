@@ -13,6 +13,7 @@
 #include "config.h"
 #include "device.h"
 #include "fingerprint.h"
+#include "backoff.h"
 #include "pool.h"
 #include "stats.h"
 
@@ -29,6 +30,7 @@ static __typeof__(cuCtxSetCurrent) *t_setctx;
 static __typeof__(cuInit) *t_init;
 
 static struct config t_cfg;
+static void *t_lib;     /* the emulated device */
 static const char *t_env[16][2];
 
 static const char *t_getenv(const char *name)
@@ -68,12 +70,17 @@ static int t_h2d_cb(void *arg, uint64_t off, uint64_t len)
 	return t_htod(h->dst + off, h->src + off, len, NULL) == CUDA_SUCCESS ? 0 : 999;
 }
 
-/* Fills row i of a synthetic dataset: distinct content per sample id. */
+/* Fills a row of len bytes of a synthetic dataset: distinct content per sample id. */
+static void t_fill(unsigned char *row, uint64_t len, uint32_t id)
+{
+	for (uint64_t b = 0; b < len; b++)
+		row[b] = (unsigned char)(id * 131u + (uint32_t)b * 7u + (uint32_t)(b >> 8));
+	memcpy(row, &id, len < sizeof(id) ? len : sizeof(id));
+}
+
 static void t_fill_row(unsigned char *row, uint32_t id)
 {
-	for (int b = 0; b < ROW; b++)
-		row[b] = (unsigned char)(id * 131u + (uint32_t)b * 7u + (uint32_t)(b >> 8));
-	memcpy(row, &id, sizeof(id));
+	t_fill(row, ROW, id);
 }
 
 /*
@@ -103,6 +110,38 @@ static uint64_t t_copy(const uint32_t *ids, uint64_t n)
 	CU_ASSERT_EQUAL(t_sync(NULL), CUDA_SUCCESS);
 	CU_ASSERT_EQUAL(t_dtoh(back, dst, n * ROW), CUDA_SUCCESS);
 	CU_ASSERT(memcmp(src, back, n * ROW) == 0);
+	t_free(dst);
+	free(src);
+	free(back);
+	return h.bytes;
+}
+
+static int t_sync_copy;  /* pool_request.sync for the next copies */
+
+/*
+ * Copies samples ids[0..n) of row bytes and priority prio as one request,
+ * checks every byte on the device, returns the host-to-device bytes.
+ */
+static uint64_t t_copy_rows(const uint32_t *ids, uint64_t n, uint64_t row, unsigned prio)
+{
+	unsigned char *src = malloc(n * row), *back = malloc(n * row);
+	struct t_h2d h = { 0 };
+	struct pool_request r;
+	CUdeviceptr dst;
+
+	CU_ASSERT_FATAL(src && back);
+	for (uint64_t i = 0; i < n; i++)
+		t_fill(src + i * row, row, ids[i]);
+	CU_ASSERT_FATAL(t_alloc(&dst, n * row) == CUDA_SUCCESS);
+	h.dst = dst;
+	h.src = src;
+	r = (struct pool_request){ .dst = dst, .src = src, .n = n * row, .row = row, .prio = prio,
+				   .stream = NULL, .h2d = t_h2d_cb, .h2d_sync = t_h2d_cb, .arg = &h,
+				   .sync = t_sync_copy };
+	CU_ASSERT_EQUAL(pool_copy(pool_get(0, 0), &r), 0);
+	CU_ASSERT_EQUAL(t_sync(NULL), CUDA_SUCCESS);
+	CU_ASSERT_EQUAL(t_dtoh(back, dst, n * row), CUDA_SUCCESS);
+	CU_ASSERT(memcmp(src, back, n * row) == 0);
 	t_free(dst);
 	free(src);
 	free(back);
@@ -249,9 +288,166 @@ static void test_dormant_for_good(void)
 	CU_ASSERT_EQUAL(stats_get(ST_ROWS_CAPTURED), 0);
 }
 
+/* Offloaded weights: 20 layers of 2 MiB, whole:1M, a 20M budget under the 64M slab. */
+static void test_budget_under_a_slab(void)
+{
+	uint32_t layers[20];
+	uint64_t sent = 0;
+
+	t_config((const char *[]){ "VRAMPOOL_LAYOUT", "whole:1M", "VRAMPOOL_BUDGET", "20M", NULL });
+	t_ids(layers, 20, 700, 1);
+	for (int i = 0; i < 20; i++)
+		t_copy_rows(&layers[i], 1, 2 * MIB, 0);
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_BYTES), 20 * MIB);
+	CU_ASSERT_EQUAL(stats_get(ST_ROWS_POOLED), 10);
+	for (int i = 0; i < 20; i++)
+		sent += t_copy_rows(&layers[i], 1, 2 * MIB, 0);
+	CU_ASSERT_EQUAL(sent, 10 * 2 * MIB);     /* half of step 2 from the pool */
+	CU_ASSERT_EQUAL(stats_state(), POOL_FULL);
+}
+
+/* Images of 32768 bytes and masks of 8192 share one budget. */
+static void test_row_sizes_share(void)
+{
+	uint32_t ids[40];
+	uint64_t sent = 0;
+
+	t_config((const char *[]){ "VRAMPOOL_LAYOUT", "32768,8192", "VRAMPOOL_BUDGET", "2M",
+				   "VRAMPOOL_SLAB", "64M", NULL });
+	t_ids(ids, 40, 1, 1);
+	for (int b = 0; b < 4; b++) {
+		t_copy_rows(ids + 10 * b, 10, 32768, 0);
+		t_copy_rows(ids + 10 * b, 10, 8192, 0);
+	}
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_SLABS), 1);
+	CU_ASSERT_EQUAL(stats_get(ST_ROWS_POOLED), 80);
+	CU_ASSERT_EQUAL(stats_state(), POOL_ACTIVE);
+	for (int b = 0; b < 4; b++) {
+		sent += t_copy_rows(ids + 10 * b, 10, 32768, 0);
+		sent += t_copy_rows(ids + 10 * b, 10, 8192, 0);
+	}
+	CU_ASSERT_EQUAL(sent, 0);
+}
+
+/*
+ * Priorities: high rows (32768@1) need more than the budget holds, low
+ * rows (8192) came first; the high rows take the whole budget, the low
+ * rows are displaced and no longer admitted.
+ */
+static void test_priorities_displace(void)
+{
+	uint32_t ids[128];
+	uint64_t hi_sent = 0, lo_sent = 0;
+
+	t_config((const char *[]){ "VRAMPOOL_LAYOUT", "32768@1,8192", "VRAMPOOL_BUDGET", "2M",
+				   "VRAMPOOL_SLAB", "1M", NULL });
+	t_ids(ids, 128, 1, 1);
+	for (int e = 0; e < 3; e++)
+		for (int b = 0; b < 8; b++) {
+			t_copy_rows(ids + 16 * b, 16, 8192, 0);
+			t_copy_rows(ids + 16 * b, 16, 32768, 1);
+		}
+	for (int b = 0; b < 8; b++) {
+		lo_sent += t_copy_rows(ids + 16 * b, 16, 8192, 0);
+		hi_sent += t_copy_rows(ids + 16 * b, 16, 32768, 1);
+	}
+	/* 2M holds 64 of the 128 high rows: they have all of it; no low row is served */
+	CU_ASSERT_EQUAL(lo_sent, 128 * 8192);
+	CU_ASSERT_EQUAL(hi_sent, 64 * 32768);
+	CU_ASSERT(stats_get(ST_POOL_DISPLACED_BYTES) > 0);
+	CU_ASSERT(stats_get(ST_POOL_DISPLACED_SLABS) > 0);
+}
+
+/* With one priority nothing is displaced (everything behaves as before). */
+static void test_one_priority_no_displacement(void)
+{
+	uint32_t ids[128];
+
+	t_config((const char *[]){ "VRAMPOOL_LAYOUT", "32768,8192", "VRAMPOOL_BUDGET", "2M",
+				   "VRAMPOOL_SLAB", "1M", NULL });
+	t_ids(ids, 128, 1, 1);
+	for (int e = 0; e < 2; e++)
+		for (int b = 0; b < 8; b++) {
+			t_copy_rows(ids + 16 * b, 16, 8192, 0);
+			t_copy_rows(ids + 16 * b, 16, 32768, 0);
+		}
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_DISPLACED_BYTES), 0);
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_EVICTIONS), 0);
+	CU_ASSERT_EQUAL(stats_state(), POOL_FULL);
+}
+
+/* Rows that never repeat with a full pool: pooling stands down, then comes back. */
+static void test_backoff_and_return(void)
+{
+	uint32_t ids[16];
+	uint64_t before;
+
+	t_config((const char *[]){ "VRAMPOOL_LAYOUT", "3072", "VRAMPOOL_BUDGET", "64K",
+				   "VRAMPOOL_SLAB", "1M", NULL });
+	/* fresh rows every copy (random augmentation): the pool fills, then stands down */
+	for (uint32_t c = 0; c < 60; c++) {
+		t_ids(ids, 16, 100000 + 16 * c, 1);
+		t_copy_rows(ids, 16, ROW, 0);
+	}
+	CU_ASSERT_EQUAL(stats_state(), POOL_FULL);
+	CU_ASSERT(stats_get(ST_BACKOFF_EVENTS) == 1);
+	CU_ASSERT(atomic_load(&stats_global.stood_down));
+	before = stats_get(ST_TIME_FINGERPRINT_NS);
+	CU_ASSERT(stats_get(ST_STOOD_DOWN_CALLS) > 0);
+	/* the pooled rows come back: sampling sees them and pooling resumes */
+	t_ids(ids, 16, 100000, 1);
+	for (int c = 0; c < 40 * BACKOFF_SAMPLE_EVERY && atomic_load(&stats_global.stood_down); c++)
+		t_copy_rows(ids, 16, ROW, 0);
+	CU_ASSERT_FALSE(atomic_load(&stats_global.stood_down));
+	CU_ASSERT_EQUAL(t_copy_rows(ids, 16, ROW, 0), 0);
+	CU_ASSERT(stats_get(ST_TIME_FINGERPRINT_NS) > before);
+}
+
+/* A dry run: fingerprints only, no device memory, no device work of its own. */
+static void test_dry_run(void)
+{
+	uint32_t ids[100];
+	unsigned long long (*fc)(const char *);
+	unsigned long long d2d, allocs, ops;
+
+	*(void **)&fc = dlsym(t_lib, "fakecuda_counter");
+	CU_ASSERT_FATAL(fc != NULL);
+	t_config((const char *[]){ "VRAMPOOL", "dry", "VRAMPOOL_LAYOUT", "3072", "VRAMPOOL_PROBE_AFTER", "0",
+				   NULL });
+	d2d = fc("d2d_bytes");
+	allocs = fc("alloc_calls");
+	ops = stats_get(ST_DEVICE_OPS);
+	t_ids(ids, 100, 5000, 1);
+	for (int e = 0; e < 3; e++)
+		CU_ASSERT_EQUAL(t_copy(ids, 100), 100 * ROW);
+	CU_ASSERT_EQUAL(fc("d2d_bytes"), d2d);
+	CU_ASSERT_EQUAL(fc("alloc_calls"), allocs + 3);        /* the test's own three buffers */
+	CU_ASSERT_EQUAL(stats_get(ST_DEVICE_OPS), ops);
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_BYTES), 0);
+	CU_ASSERT_EQUAL(stats_get(ST_BYTES_SERVED), 0);
+	CU_ASSERT_EQUAL(stats_get(ST_ROWS_SEEN), 300);
+	CU_ASSERT(stats_get(ST_TIME_FINGERPRINT_NS) > 0);
+}
+
+/* A synchronous copy is on the device when pool_copy returns, hits included. */
+static void test_sync_copy(void)
+{
+	uint32_t ids[50];
+
+	t_config((const char *[]){ "VRAMPOOL_LAYOUT", "3072", "VRAMPOOL_BUDGET", "64M",
+				   "VRAMPOOL_SLAB", "1M", NULL });
+	t_sync_copy = 1;
+	t_ids(ids, 50, 321, 1);
+	CU_ASSERT_EQUAL(t_copy_rows(ids, 50, ROW, 0), 50 * ROW);
+	t_ids(ids, 50, 321, 3);
+	CU_ASSERT_EQUAL(t_copy_rows(ids, 50, ROW, 0), 0);
+	t_sync_copy = 0;
+	CU_ASSERT_EQUAL(stats_get(ST_ROWS_HITS), 50);
+}
+
 static int t_suite_init(void)
 {
-	void *h = dlopen("libcuda.so.1", RTLD_NOW);
+	void *h = t_lib = dlopen("libcuda.so.1", RTLD_NOW);
 	CUcontext ctx;
 
 	if (!h)
@@ -294,6 +490,13 @@ int main(void)
 	CU_add_test(s, "eviction frees the newest slabs first and latches the budget", test_eviction);
 	CU_add_test(s, "a probe that leaves less than one slab keeps the pool dormant", test_dormant_for_good);
 	CU_add_test(s, "rows captured under a run-time check are served once it found the source unchanged", test_checked_capture);
+	CU_add_test(s, "a budget under one slab pools that much: offloaded weights send half from step 2", test_budget_under_a_slab);
+	CU_add_test(s, "rows of two sizes share one budget and one slab", test_row_sizes_share);
+	CU_add_test(s, "rows of a higher priority displace lower ones and take the whole budget", test_priorities_displace);
+	CU_add_test(s, "with one priority a full pool displaces nothing", test_one_priority_no_displacement);
+	CU_add_test(s, "rows that never repeat make a full pool stand down, and repeats bring it back", test_backoff_and_return);
+	CU_add_test(s, "a dry run allocates nothing and issues no device work of its own", test_dry_run);
+	CU_add_test(s, "a synchronous copy is complete when the pool returns, hits included", test_sync_copy);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = (int)CU_get_number_of_failures();
