@@ -140,7 +140,7 @@ struct device_kernel {
 	struct device_retry retry;
 };
 
-static pthread_once_t device_once = PTHREAD_ONCE_INIT;
+static _Atomic int device_state;        /* 0 not tried, 1 loading, 2 loaded, -1 failed */
 static int device_loaded;   /* 1 ok, -1 failed */
 static pthread_mutex_t device_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static CUcontext device_ctx[DEVICE_MAX];
@@ -221,10 +221,26 @@ static void device_load(void)
 	device_loaded = 1;
 }
 
+/*
+ * The first caller loads the driver; a caller that finds another thread
+ * loading it does not wait (-EAGAIN: that thread may be waiting for the
+ * dynamic linker's lock, which this one may hold in a library constructor
+ * that made a CUDA call), and the shim passes its call through.
+ */
 int device_open(void)
 {
-	pthread_once(&device_once, device_load);
-	return device_loaded == 1 ? 0 : -ENOSYS;
+	int st = atomic_load_explicit(&device_state, memory_order_acquire);
+
+	if (st == 2)
+		return 0;
+	if (st < 0)
+		return -ENOSYS;
+	if (st == 0 && atomic_compare_exchange_strong(&device_state, &st, 1)) {
+		device_load();
+		atomic_store_explicit(&device_state, device_loaded == 1 ? 2 : -1, memory_order_release);
+		return device_loaded == 1 ? 0 : -ENOSYS;
+	}
+	return atomic_load_explicit(&device_state, memory_order_acquire) == 2 ? 0 : -EAGAIN;
 }
 
 static int device_err(CUresult r)

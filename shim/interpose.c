@@ -203,8 +203,7 @@ static const struct vp_entry vp_entries[] = { VP_ENTRIES(VP_ROW) };
 #define VP_R(name) atomic_load_explicit(&real_##name, memory_order_acquire)
 
 static struct config vp_config;
-static pthread_once_t vp_resolve_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t vp_resolve_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int vp_resolved;         /* every real pointer was looked for once */
 static __thread int vp_inside;  /* re-entry guard (STYLE.md 9) */
 
 /* The layout in use: VRAMPOOL_LAYOUT, or the automatic one once found. */
@@ -254,11 +253,13 @@ static void vp_pin(const void *f)
 		dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 }
 
+static void *_Atomic vp_rt_lib, *_Atomic vp_drv_lib;
+
 /* The handle of the loaded runtime (a reference kept), or NULL. */
 static void *vp_runtime_handle(void)
 {
-	static void *h;
 	struct vp_find_lib f = { .prefix = "libcudart.so" };
+	void *h = atomic_load(&vp_rt_lib);
 
 	if (h)
 		return h;
@@ -266,18 +267,23 @@ static void *vp_runtime_handle(void)
 	h = f.path ? dlopen(f.path, RTLD_LAZY | RTLD_NOLOAD) : NULL;
 	if (!h)
 		h = dlopen("libcudart.so.13", RTLD_LAZY | RTLD_NOLOAD);
+	if (h)
+		atomic_store(&vp_rt_lib, h);
 	return h;
 }
 
 /* The handle of the driver (loaded if it is not; a reference kept), or NULL. */
 static void *vp_driver_handle(void)
 {
-	static void *h;
+	void *h = atomic_load(&vp_drv_lib);
 
-	if (!h)
-		h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	if (h)
+		return h;
+	h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
 	if (!h)
 		h = dlopen("libcuda.so.1", RTLD_LAZY);
+	if (h)
+		atomic_store(&vp_drv_lib, h);
 	return h;
 }
 
@@ -307,7 +313,13 @@ static void *vp_lookup_drv(const char *name)
 	return f && !vp_is_self(f) ? f : NULL;
 }
 
-/* Resolves every real pointer still unknown. Called under vp_resolve_lock. */
+/*
+ * Resolves every real pointer still unknown. Threads never wait for each
+ * other here: a thread that finds the work not done does it too (the
+ * stores are idempotent). Waiting could deadlock: a thread resolving may
+ * be blocked in dlopen on the dynamic linker's lock, held by another
+ * thread running a library constructor that makes a CUDA call.
+ */
 static void vp_resolve_missing(void)
 {
 	for (size_t i = 0; i < VP_NENTRIES; i++) {
@@ -329,12 +341,14 @@ static void vp_resolve_missing(void)
 	}
 }
 
+/* Resolves the real functions at the first interposed call (any thread, no waiting). */
 static void vp_resolve(void)
 {
+	if (atomic_load_explicit(&vp_resolved, memory_order_acquire))
+		return;
 	dlreal_init();
-	pthread_mutex_lock(&vp_resolve_lock);
 	vp_resolve_missing();
-	pthread_mutex_unlock(&vp_resolve_lock);
+	atomic_store_explicit(&vp_resolved, 1, memory_order_release);
 }
 
 /*
@@ -343,9 +357,7 @@ static void vp_resolve(void)
  */
 static void vp_resolve_again(void)
 {
-	pthread_mutex_lock(&vp_resolve_lock);
 	vp_resolve_missing();
-	pthread_mutex_unlock(&vp_resolve_lock);
 }
 
 /* Loads real pointer p of an entry, resolving once more when it is unknown. */
@@ -357,7 +369,7 @@ static void vp_resolve_again(void)
  */
 static void vp_enter(void)
 {
-	pthread_once(&vp_resolve_once, vp_resolve);
+	vp_resolve();
 	stats_mark_used();
 	report_start();
 }
@@ -1478,7 +1490,7 @@ static void *vp_wrap_driver(const char *symbol, void *f, unsigned long long flag
 
 	if (!f || vp_is_self(f))
 		return f;
-	pthread_once(&vp_resolve_once, vp_resolve);
+	vp_resolve();
 	for (size_t i = 0; i < VP_NENTRIES; i++)
 		if (vp_entries[i].lib == VP_LIB_DRV &&
 		    vp_addr(atomic_load_explicit(vp_entries[i].real, memory_order_acquire)) == f)
@@ -1502,7 +1514,7 @@ VP_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
 	int saved = errno;
 	CUresult r;
 
-	pthread_once(&vp_resolve_once, vp_resolve);
+	vp_resolve();
 	r = VP_GET(cuGetProcAddress_v2) ? VP_R(cuGetProcAddress_v2)(symbol, pfn, version, flags, status)
 					: CUDA_ERROR_NOT_INITIALIZED;
 	if (r == CUDA_SUCCESS && pfn && !vp_is_runtime_code(__builtin_return_address(0)))
@@ -1516,7 +1528,7 @@ VP_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cu
 	int saved = errno;
 	CUresult r;
 
-	pthread_once(&vp_resolve_once, vp_resolve);
+	vp_resolve();
 	r = VP_GET(cuGetProcAddress) ? VP_R(cuGetProcAddress)(symbol, pfn, version, flags)
 				     : CUDA_ERROR_NOT_INITIALIZED;
 	if (r == CUDA_SUCCESS && pfn && !vp_is_runtime_code(__builtin_return_address(0)))
@@ -1532,7 +1544,7 @@ VP_API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **fn, unsign
 	int saved = errno;
 	cudaError_t r;
 
-	pthread_once(&vp_resolve_once, vp_resolve);
+	vp_resolve();
 	r = VP_GET(cudaGetDriverEntryPoint) ? VP_R(cudaGetDriverEntryPoint)(symbol, fn, flags, status)
 					    : VP_NO_RT;
 	if (r == cudaSuccess && fn)
@@ -1547,7 +1559,7 @@ VP_API cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **fn, u
 	int saved = errno;
 	cudaError_t r;
 
-	pthread_once(&vp_resolve_once, vp_resolve);
+	vp_resolve();
 	r = VP_GET(cudaGetDriverEntryPoint_ptsz)
 		    ? VP_R(cudaGetDriverEntryPoint_ptsz)(symbol, fn, flags, status) : VP_NO_RT;
 	if (r == cudaSuccess && fn)
@@ -1563,7 +1575,7 @@ VP_API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **f
 	int saved = errno;
 	cudaError_t r;
 
-	pthread_once(&vp_resolve_once, vp_resolve);
+	vp_resolve();
 	r = VP_GET(cudaGetDriverEntryPointByVersion)
 		    ? VP_R(cudaGetDriverEntryPointByVersion)(symbol, fn, version, flags, status) : VP_NO_RT;
 	if (r == cudaSuccess && fn)
@@ -1579,7 +1591,7 @@ VP_API cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, voi
 	int saved = errno;
 	cudaError_t r;
 
-	pthread_once(&vp_resolve_once, vp_resolve);
+	vp_resolve();
 	r = VP_GET(cudaGetDriverEntryPointByVersion_ptsz)
 		    ? VP_R(cudaGetDriverEntryPointByVersion_ptsz)(symbol, fn, version, flags, status)
 		    : VP_NO_RT;
