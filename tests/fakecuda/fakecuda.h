@@ -4,24 +4,41 @@
  * One shared object (soname libcudart.so.13, also reached as libcuda.so.1)
  * emulates the CUDA runtime and driver on the host, strictly enough that a
  * program which forgets a wait, reads device memory from the host or relies
- * on luck fails. The modules:
+ * on luck fails. The engine:
  *
- *   core.c     configuration, devices and their memory arenas, the host
- *              memory registry (pinned, managed), counters, the exit report,
- *              fault injection, fork handling.
- *   stream.c   streams (one worker thread each), events, stream capture and
- *              graphs, the copy engine.
- *   runtime.c  the cuda* entry points (per-thread last error).
- *   driver.c   the cu* entry points and cuGetProcAddress.
- *   kernel.c   modules and the one kernel emulated (vrampool_gather).
- *   vmm.c      virtual memory management (cuMemCreate, cuMemMap, ...).
+ *   core.c       configuration, devices and their memory arenas, the host
+ *                memory registry (pinned, managed), counters, the exit
+ *                report, fault injection, fork handling.
+ *   stream.c     streams (one worker thread each), events, stream capture
+ *                and graphs, the copy engine.
+ *
+ * The entry points, one API family per file (cuda* in rt_*.c, cu* in
+ * drv_*.c and the two driver-only families):
+ *
+ *   rt_error.c   the runtime's prologue, error codes and last error.
+ *   rt_device.c  devices, peers, limits.
+ *   rt_memory.c  allocations, host memory, pointer queries, pools, IPC.
+ *   rt_copy.c    copies and memsets.
+ *   rt_stream.c  streams, events, host functions and callbacks.
+ *   rt_graph.c   stream capture and graphs.
+ *   rt_module.c  registration, module variables, kernels, driver entry
+ *                points (cudaGetDriverEntryPoint).
+ *   rt_driver.c  the runtime through the driver (FAKECUDA_RT_VIA_DRIVER).
+ *   drv_entry.c  the driver's prologue, error codes and strings,
+ *                cuGetProcAddress and its table.
+ *   drv_device.c initialisation, devices, contexts.
+ *   drv_memory.c allocations, host memory, pointer attributes.
+ *   drv_copy.c   copies and memsets.
+ *   drv_stream.c streams, events, host functions, capture.
+ *   kernel.c     modules and the one kernel emulated (vrampool_gather).
+ *   vmm.c        virtual memory management (cuMemCreate, cuMemMap, ...).
  *
  * Invariants: one global mutex (fc.lock) guards every structure below;
  * workers never hold it while they copy or sleep. Device addresses handed to
  * the program lie in a no-access mapping; only workers touch device bytes,
  * through a second read-write mapping of the same memfd (fc_dev_rw).
- * Inside the emulation, functions return 0 or a negative errno; runtime.c
- * and driver.c convert to cudaError_t / CUresult (fc_rt_err, fc_drv_err).
+ * Inside the emulation, functions return 0 or a negative errno; the entry
+ * points convert to cudaError_t / CUresult (fc_rt_err, fc_drv_err).
  */
 #ifndef FAKECUDA_H
 #define FAKECUDA_H
@@ -348,12 +365,74 @@ int fc_gather_enqueue(struct CUstream_st *s, struct fc_gather *g);
 void fc_gather_hold(struct fc_gather *g);
 void fc_gather_drop(struct fc_gather *g);
 
-/* ---- runtime.c ---- */
+static inline void *fc_ptr(CUdeviceptr p)
+{
+	return (void *)(uintptr_t)p;
+}
+
+static inline int fc_dev_valid(int d)
+{
+	return d >= 0 && d < fc.cfg.devices;
+}
+
+/* ---- rt_error.c ---- */
+
+/* Converts 0 / negative errno to a cudaError_t. */
+cudaError_t fc_rt_err(int e);
+/* Records a failure as the thread's last error and returns it. */
+cudaError_t fc_rt_ret(cudaError_t e);
+cudaError_t fc_rt_reti(int e);
+/* Counts the call and binds the thread to a context; 1 = inject a fault. */
+int fc_rt_enter(const char *name);
+/* Says whether the calling thread's device exists. */
+int fc_have_device(void);
+
+#define RT_ENTER(name) do { if (fc_rt_enter(name)) return fc_rt_ret(cudaErrorUnknown); } while (0)
+#define RT_ENTER_ALLOC(name) do { if (fc_rt_enter(name)) return fc_rt_ret(cudaErrorMemoryAllocation); } while (0)
+/* Resolves a stream handle or returns its error from the caller. */
+#define RT_STREAM(h, ptsz, s) do { int e_ = fc_stream_resolve((void *)(h), ptsz, &(s)); \
+	if (e_) return fc_rt_reti(e_); } while (0)
+
+/* ---- rt_driver.c ---- */
+
+/* The driver entry points the runtime uses under FAKECUDA_RT_VIA_DRIVER. */
+struct fc_rt_driver {
+	__typeof__(cuMemcpyHtoD_v2) *htod;
+	__typeof__(cuMemcpyDtoH_v2) *dtoh;
+	__typeof__(cuMemcpyDtoD_v2) *dtod;
+	__typeof__(cuMemcpy) *any;
+	__typeof__(cuMemcpyHtoDAsync_v2) *htod_async;
+	__typeof__(cuMemcpyDtoHAsync_v2) *dtoh_async;
+	__typeof__(cuMemcpyDtoDAsync_v2) *dtod_async;
+	__typeof__(cuMemcpyAsync) *any_async;
+	__typeof__(cuMemcpy2D_v2) *copy2d;
+	__typeof__(cuMemcpy2DAsync_v2) *copy2d_async;
+	__typeof__(cuMemAlloc_v2) *alloc;
+	__typeof__(cuMemAllocAsync) *alloc_async;
+	__typeof__(cuMemAllocManaged) *alloc_managed;
+	__typeof__(cuMemAllocPitch_v2) *alloc_pitch;
+};
+
+/* The driver table for a call (PTSZ: the per-thread form), or NULL when
+ * the runtime works directly: not asked for, no driver found, or no device
+ * (the direct path gives the runtime's own answer then). */
+const struct fc_rt_driver *fc_rt_driver(int ptsz);
+/* A driver result as the runtime reports it (sets the last error). */
+cudaError_t fc_rt_ret_drv(CUresult r);
+/* A linear copy through the driver entry point its kind names. */
+cudaError_t fc_rt_driver_copy(const struct fc_rt_driver *d, int sync, void *dst, const void *src,
+			      size_t n, enum cudaMemcpyKind kind, cudaStream_t h);
+/* A pitched copy through cuMemcpy2D[Async]: the kind gives the memory types. */
+cudaError_t fc_rt_driver_copy2d(const struct fc_rt_driver *d, int sync, void *dst, size_t dpitch,
+				const void *src, size_t spitch, size_t width, size_t height,
+				enum cudaMemcpyKind kind, cudaStream_t h);
+
+/* ---- rt_module.c ---- */
 
 /* Drops the device copies of registered variables in a fork child. */
 void fc_symbols_forget(void);
 
-/* ---- driver.c ---- */
+/* ---- drv_entry.c ---- */
 
 /* Errors private to the driver side: no current context, no cuInit. */
 #define FC_ENOCTX ENOTCONN

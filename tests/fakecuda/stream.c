@@ -118,9 +118,69 @@ static unsigned ev_hash(const void *p)
 	return (unsigned)(((uintptr_t)p >> 4) % EV_BUCKETS);
 }
 
+/*
+ * Live graph, node and executable handles. A handle is checked here before
+ * it is read, so a destroyed or foreign one is recognised without reading
+ * freed memory. live_lock is a leaf lock: it may be taken with fc.lock
+ * held, never the other way round.
+ */
+#define LIVE_BUCKETS 1024
+
+struct live {
+	struct live *next;
+	const void *p;
+};
+
+static struct live *live_buckets[LIVE_BUCKETS];
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int live_add(const void *p)
+{
+	struct live *l = malloc(sizeof(*l));
+	unsigned b = ev_hash(p) % LIVE_BUCKETS;
+
+	if (!l)
+		return -ENOMEM;
+	l->p = p;
+	pthread_mutex_lock(&live_lock);
+	l->next = live_buckets[b];
+	live_buckets[b] = l;
+	pthread_mutex_unlock(&live_lock);
+	return 0;
+}
+
+static void live_remove(const void *p)
+{
+	struct live **pp, *l;
+
+	pthread_mutex_lock(&live_lock);
+	for (pp = &live_buckets[ev_hash(p) % LIVE_BUCKETS]; (l = *pp); pp = &l->next) {
+		if (l->p == p) {
+			*pp = l->next;
+			free(l);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&live_lock);
+}
+
+static int live_has(const void *p)
+{
+	struct live *l;
+	int found = 0;
+
+	pthread_mutex_lock(&live_lock);
+	for (l = live_buckets[ev_hash(p) % LIVE_BUCKETS]; l && !found; l = l->next)
+		found = l->p == p;
+	pthread_mutex_unlock(&live_lock);
+	return found;
+}
+
 void fc_stream_forget(void)
 {
 	memset(ev_buckets, 0, sizeof(ev_buckets));
+	memset(live_buckets, 0, sizeof(live_buckets));
+	pthread_mutex_init(&live_lock, NULL);
 	capture_ids = 0;
 	stream_ids = 0;
 }
@@ -663,6 +723,10 @@ static int graph_add_locked(struct CUgraph_st *g, const struct fc_xfer *x,
 	nd = calloc(1, sizeof(*nd));
 	if (!nd)
 		return -ENOMEM;
+	if (live_add(nd)) {
+		free(nd);
+		return -ENOMEM;
+	}
 	nd->magic = NODE_MAGIC;
 	nd->g = g;
 	nd->x = *x;
@@ -1146,7 +1210,7 @@ int fc_stream_wait_event(struct CUstream_st *s, struct CUevent_st *e)
 
 static int graph_valid(struct CUgraph_st *g)
 {
-	return g && g->magic == GRAPH_MAGIC;
+	return g && live_has(g) && g->magic == GRAPH_MAGIC;
 }
 
 int fc_graph_create(struct CUgraph_st **out)
@@ -1155,6 +1219,10 @@ int fc_graph_create(struct CUgraph_st **out)
 
 	if (!g)
 		return -ENOMEM;
+	if (live_add(g)) {
+		free(g);
+		return -ENOMEM;
+	}
 	g->magic = GRAPH_MAGIC;
 	*out = g;
 	return 0;
@@ -1174,8 +1242,10 @@ int fc_capture_begin(struct CUstream_st *s, struct CUgraph_st *into)
 	pthread_mutex_lock(&fc.lock);
 	if (s->capturing) {
 		err = -EPERM;
-		if (!into)
+		if (!into) {
+			live_remove(g);
 			free(g);
+		}
 	} else {
 		s->capturing = 1;
 		s->capture_id = ++capture_ids;
@@ -1224,7 +1294,7 @@ static int deps_valid_locked(struct CUgraph_st *g, struct CUgraphNode_st *const 
 	if (ndeps && !deps)
 		return -EINVAL;
 	for (i = 0; i < ndeps; i++)
-		if (!deps[i] || deps[i]->magic != NODE_MAGIC || deps[i]->g != g)
+		if (!deps[i] || !live_has(deps[i]) || deps[i]->magic != NODE_MAGIC || deps[i]->g != g)
 			return -EINVAL;
 	return 0;
 }
@@ -1319,7 +1389,7 @@ static int xfer_type(const struct fc_xfer *x)
 
 int fc_graph_node_type(struct CUgraphNode_st *nd)
 {
-	if (!nd || nd->magic != NODE_MAGIC)
+	if (!nd || !live_has(nd) || nd->magic != NODE_MAGIC)
 		return -EINVAL;
 	return xfer_type(&nd->x);
 }
@@ -1334,6 +1404,10 @@ int fc_graph_instantiate(struct CUgraph_st *g, struct CUgraphExec_st **out)
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
+	if (live_add(x)) {
+		free(x);
+		return -ENOMEM;
+	}
 	x->magic = EXEC_MAGIC;
 	pthread_mutex_lock(&fc.lock);
 	x->n = g->n;
@@ -1344,6 +1418,7 @@ int fc_graph_instantiate(struct CUgraph_st *g, struct CUgraphExec_st **out)
 	}
 	pthread_mutex_unlock(&fc.lock);
 	if (!x->nodes) {
+		live_remove(x);
 		free(x);
 		return -ENOMEM;
 	}
@@ -1394,18 +1469,20 @@ int fc_graph_destroy(struct CUgraph_st *g)
 	g->magic = 0;
 	for (i = 0; i < g->n; i++) {
 		g->nodes[i]->magic = 0;
+		live_remove(g->nodes[i]);
 		xfer_drop(&g->nodes[i]->x);
 		free(g->nodes[i]);
 	}
 	free(g->nodes);
 	g->nodes = NULL;
+	live_remove(g);
 	free(g);
 	return 0;
 }
 
 int fc_graph_exec_check(struct CUgraphExec_st *x)
 {
-	return x && x->magic == EXEC_MAGIC ? 0 : -EBADF;
+	return x && live_has(x) && x->magic == EXEC_MAGIC ? 0 : -EBADF;
 }
 
 int fc_graph_exec_destroy(struct CUgraphExec_st *x)
@@ -1419,6 +1496,7 @@ int fc_graph_exec_destroy(struct CUgraphExec_st *x)
 		xfer_drop(&x->nodes[i]);
 	free(x->nodes);
 	x->nodes = NULL;
+	live_remove(x);
 	free(x);
 	return 0;
 }
