@@ -69,7 +69,7 @@ int backoff_sample(struct backoff *b, uint32_t rows, uint32_t hits)
 	b->sample_hits += hits;
 	if (b->sample_rows < BACKOFF_RESUME_ROWS)
 		return 0;
-	if ((uint64_t)b->sample_hits * 50 >= b->sample_rows) {
+	if ((uint64_t)b->sample_hits * 16 >= b->sample_rows) {
 		backoff_resume(b);
 		return 1;
 	}

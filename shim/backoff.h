@@ -9,11 +9,13 @@
  * never repeat: random crops, flips, float normalisation on the host),
  * pooling stands down: matched copies go straight through, counted but not
  * fingerprinted. One copy in BACKOFF_SAMPLE_EVERY is still sampled: a few
- * of its rows (BACKOFF_SAMPLE_ROWS, spread over the copy) are fingerprinted
- * and looked up, nothing else. When 2% or more of the last
- * BACKOFF_RESUME_ROWS sampled rows were in the pool (a new phase, a
- * dataset that does repeat after all), pooling resumes. A pool that can
- * admit again (after a device reset, say) resumes at once.
+ * of its rows (BACKOFF_SAMPLE_ROWS at most, spread over the copy) are
+ * fingerprinted and looked up, nothing else. When at least one in 16 of
+ * the last BACKOFF_RESUME_ROWS sampled rows was in the pool (the next
+ * epoch of a dataset that filled the pool part-way through the first, a
+ * new phase, a dataset that does repeat after all), pooling resumes. A
+ * pool that can admit again (after a device reset, say) resumes at once.
+ * The cost while stood down: two rows fingerprinted per copy at most.
  *
  * Pure state machine: the pool holds one per device, under its lock.
  */
@@ -23,9 +25,9 @@
 #include <stdint.h>
 
 #define BACKOFF_WINDOW 32               /* copies judged before standing down */
-#define BACKOFF_SAMPLE_EVERY 16         /* while down: one copy in this many is sampled */
-#define BACKOFF_SAMPLE_ROWS 4           /* rows fingerprinted in a sampled copy */
-#define BACKOFF_RESUME_ROWS 64          /* sampled rows judged before resuming */
+#define BACKOFF_SAMPLE_EVERY 8          /* while down: one copy in this many is sampled */
+#define BACKOFF_SAMPLE_ROWS 16          /* rows fingerprinted in a sampled copy, at most */
+#define BACKOFF_RESUME_ROWS 32          /* sampled rows judged before resuming */
 
 struct backoff {
 	int down;                       /* pooling stood down */

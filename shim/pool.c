@@ -944,18 +944,20 @@ static int pool_copy_observe(struct pool_copy_ctx *x)
 static int pool_copy_sample(struct pool_copy_ctx *x, uint32_t *rows, uint32_t *hits)
 {
 	uint64_t step = x->nrows > BACKOFF_SAMPLE_ROWS ? x->nrows / BACKOFF_SAMPLE_ROWS : 1;
-	struct pool *p = x->p;
-	uint64_t v;
+	struct fp fps[BACKOFF_SAMPLE_ROWS];
+	uint64_t vals[BACKOFF_SAMPLE_ROWS];
+	uint8_t found[BACKOFF_SAMPLE_ROWS];
+	uint32_t n = 0;
 
-	*rows = *hits = 0;
-	for (uint64_t i = 0; i < x->nrows && *rows < BACKOFF_SAMPLE_ROWS; i += step) {
-		struct fp f = fingerprint_one((const unsigned char *)x->r->src + i * x->r->row, x->r->row);
-
-		pthread_mutex_lock(&p->mu);
-		*hits += index_lookup(&p->ix, &f, &v) == 0;
-		pthread_mutex_unlock(&p->mu);
-		(*rows)++;
-	}
+	for (uint64_t i = 0; i < x->nrows && n < BACKOFF_SAMPLE_ROWS; i += step)
+		fps[n++] = fingerprint_one((const unsigned char *)x->r->src + i * x->r->row, x->r->row);
+	pthread_mutex_lock(&x->p->mu);
+	index_lookup_many(&x->p->ix, fps, n, vals, found);
+	pthread_mutex_unlock(&x->p->mu);
+	*rows = n;
+	*hits = 0;
+	for (uint32_t i = 0; i < n; i++)
+		*hits += found[i];
 	return pool_copy_plain(x);
 }
 

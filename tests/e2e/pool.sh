@@ -117,6 +117,37 @@ half_budget() {
 }
 check "with a budget of half the dataset epoch 2 on sends about half" half_budget
 
+# Any budget is honoured: a budget under one slab pools that much (issue 9).
+offloaded_weights() {
+	# 20 layers of 2 MiB re-uploaded every step; a 20M budget holds 10 of them
+	local mib=$((1024 * 1024)) e got
+	pool_run weights "$TRAINER" VRAMPOOL_LAYOUT=whole:1M VRAMPOOL_SLAB=64M VRAMPOOL_BUDGET=20M -- \
+		--samples 20 --row $((2 * mib)) --batch 1 --epochs 3 || return 1
+	grep -q 'verified OK' "$TMP/weights.out" || return 1
+	invariants weights --expect pool.budget=$((20 * mib)) --expect pool.bytes=$((20 * mib)) \
+		--expect rows.pooled=10 || return 1
+	for e in 2 3; do
+		got=$(( $(epoch_h2d weights $e) - 20 * 8 ))
+		[ "$got" -eq $((10 * 2 * mib)) ] || { echo "step $e sent $got bytes of weights"; return 1; }
+	done
+}
+check "a budget under the slab size pools that much: offloaded weights send half from step 2" offloaded_weights
+
+half_of_48m() {
+	# 48 MiB of 3072-byte samples, a 24M budget and the default 64M slab
+	local n=16384 data=$((16384 * ROW)) e got
+	pool_run half48 "$TRAINER" VRAMPOOL_SLAB=64M VRAMPOOL_BUDGET=24M -- \
+		--samples $n --row $ROW --batch 256 --epochs 4 || return 1
+	grep -q 'verified OK' "$TMP/half48.out" || return 1
+	invariants half48 --expect pool.slabs=1 --expect pool.state=full || return 1
+	for e in 3 4; do
+		got=$(( $(epoch_h2d half48 $e) - n * 8 ))
+		[ $((got * 100)) -ge $((data * 40)) ] && [ $((got * 100)) -le $((data * 60)) ] ||
+			{ echo "epoch $e sent $got of $data"; return 1; }
+	done
+}
+check "a 48 MiB dataset with a 24M budget sends about half from epoch 3 on" half_of_48m
+
 auto_probe() {
 	pool_run probe "$TRAINER" VRAMPOOL_MARGIN=64M VRAMPOOL_VERBOSE=1 -- $BASE || return 1
 	grep -q 'verified OK' "$TMP/probe.out" || return 1
