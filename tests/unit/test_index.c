@@ -1,18 +1,20 @@
 /*
- * Unit tests of shim/index: the basic operations, growth to two million
- * entries within the 48-byte-per-entry bound, bulk removal by value
- * (remove_if), random operation sequences checked against a reference, and
- * keys that collide in their low bits.
+ * Unit tests of shim/index: the basic operations, batch lookups, growth to
+ * two million entries within the 48-byte-per-entry bound and the growth
+ * policy, the huge-page table, bulk removal by value (remove_if), random
+ * operation sequences checked against a reference, and keys that collide in
+ * their low or high bits.
  */
 #include <CUnit/Basic.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "index.h"
 
 /* Host bytes per entry the table may use at any load (index.h states the bound). */
-#define IX_TEST_MAX_BYTES 56
+#define IX_TEST_MAX_BYTES 48
 
 /* A xorshift64 generator, so that runs are reproducible. */
 static uint64_t rng_next(uint64_t *x)
@@ -231,8 +233,10 @@ static size_t check_against(const struct index *ix, const struct ref *ref, size_
 
 /*
  * Drives random inserts, removals, lookups and slab removals over a fixed
- * set of candidate keys, a third of which share their low 20 bits so that
- * long probe runs, wraparound and displacement all occur.
+ * set of candidate keys; among the first 1500, a third share the top 20
+ * bits of lo (the bits that choose the home slot) so that long probe runs
+ * and displacement occur, and a seventh have those bits all set (homes in
+ * the last slots: wraparound).
  */
 static void run_random_sequence(uint64_t seed, size_t nkeys, size_t ops)
 {
@@ -245,10 +249,10 @@ static void run_random_sequence(uint64_t seed, size_t nkeys, size_t ops)
 	CU_ASSERT_FATAL(index_init(&ix, 0) == 0);
 	for (size_t i = 0; i < nkeys; i++) {
 		ref[i].key = random_key(&seed);
-		if (i % 3 == 0)
-			ref[i].key.lo = (ref[i].key.lo & ~0xFFFFFull) | 0xABCDEull;
-		if (i % 7 == 0)
-			ref[i].key.lo |= 0xFFFFFull;     /* homes at the end: wraparound */
+		if (i % 3 == 0 && i < 1500)
+			ref[i].key.lo = (ref[i].key.lo & ~(0xFFFFFull << 44)) | (0xABCDEull << 44);
+		if (i % 7 == 0 && i < 1500)
+			ref[i].key.lo |= 0xFFFFFull << 44;     /* homes at the end: wraparound */
 	}
 	for (size_t op = 0; op < ops; op++) {
 		struct ref *r = &ref[rng_next(&seed) % nkeys];
@@ -341,6 +345,189 @@ static void test_keys_with_colliding_low_bits_still_work(void)
 	free(keys);
 }
 
+static void test_keys_with_colliding_high_bits_still_work(void)
+{
+	enum { N = 3000 };
+	struct fp *keys = malloc(N * sizeof(*keys));
+	struct index ix;
+	uint64_t seed = 32;
+	size_t wrong = 0;
+	uint64_t v;
+
+	CU_ASSERT_FATAL(keys != NULL);
+	CU_ASSERT_FATAL(index_init(&ix, 0) == 0);
+	for (size_t i = 0; i < N; i++) {
+		keys[i] = random_key(&seed);
+		/* identical high 32 bits: one home slot for all, one long run */
+		keys[i].lo = (keys[i].lo >> 32) | (i % 2 ? 0xFFFFFFFF00000000ull : 0x8000000000000000ull);
+		if (index_insert(&ix, &keys[i], (uint64_t)i) != 0)
+			wrong++;
+	}
+	for (size_t i = 0; i < N; i += 3)
+		if (index_remove(&ix, &keys[i]) != 0)
+			wrong++;
+	for (size_t i = 0; i < N; i++) {
+		int rc = index_lookup(&ix, &keys[i], &v);
+
+		if (i % 3 == 0 ? rc != -ENOENT : rc != 0 || v != (uint64_t)i)
+			wrong++;
+	}
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT(ix.count == N - (N + 2) / 3);
+	index_release(&ix);
+	free(keys);
+}
+
+/* Looks keys up with index_lookup_many and checks each against index_lookup. */
+static size_t check_batch(const struct index *ix, const struct fp *keys, size_t n)
+{
+	uint64_t *vals = malloc((n + 1) * sizeof(*vals));
+	uint8_t *found = malloc(n + 1);
+	size_t wrong = 0;
+
+	CU_ASSERT_FATAL(vals != NULL && found != NULL);
+	for (size_t i = 0; i < n; i++) {
+		vals[i] = 0xDEADBEEF;
+		found[i] = 7;
+	}
+	index_lookup_many(ix, keys, n, vals, found);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = 0;
+		int rc = index_lookup(ix, &keys[i], &v);
+
+		if (rc == 0 ? found[i] != 1 || vals[i] != v : found[i] != 0 || vals[i] != 0xDEADBEEF)
+			wrong++;
+	}
+	free(found);
+	free(vals);
+	return wrong;
+}
+
+static void test_batch_lookup_matches_single_lookups(void)
+{
+	enum { K = 6 };
+	struct fp cand[K + 1], batch[2 * K + 2], zero = { 0, 0 };
+	struct index ix;
+	uint64_t seed = 41;
+	size_t wrong = 0, big = 1000;
+	struct fp *many = malloc(big * sizeof(*many));
+
+	CU_ASSERT_FATAL(many != NULL);
+	for (int i = 0; i < K; i++)
+		cand[i] = random_key(&seed);
+	cand[K] = zero;
+	/* An empty index, then every subset of the candidates (the zero key among them) present. */
+	CU_ASSERT_FATAL(index_init(&ix, 0) == 0);
+	wrong += check_batch(&ix, cand, K + 1);
+	index_lookup_many(&ix, cand, 0, NULL, NULL);          /* an empty batch touches nothing */
+	for (unsigned mask = 0; mask < 1u << (K + 1); mask++) {
+		size_t n = 0;
+
+		index_release(&ix);
+		CU_ASSERT_FATAL(index_init(&ix, 0) == 0);
+		for (int i = 0; i <= K; i++)
+			if (mask & (1u << i))
+				wrong += index_insert(&ix, &cand[i], 100u + (uint64_t)i) != 0;
+		/* Each candidate twice, the second copy in reverse order: duplicates in one batch. */
+		for (int i = 0; i <= K; i++)
+			batch[n++] = cand[i];
+		for (int i = K; i >= 0; i--)
+			batch[n++] = cand[i];
+		wrong += check_batch(&ix, batch, n);
+		for (int i = 0; i <= K; i++) {
+			uint64_t v;
+			uint8_t f;
+
+			index_lookup_many(&ix, &cand[i], 1, &v, &f);
+			wrong += f != !!(mask & (1u << i)) || (f && v != 100u + (uint64_t)i);
+		}
+	}
+	index_release(&ix);
+	/* A batch longer than the prefetch window, over a large table, half absent. */
+	CU_ASSERT_FATAL(index_init(&ix, 0) == 0);
+	for (size_t i = 0; i < 200000; i++) {
+		struct fp k = random_key(&seed);
+
+		index_insert(&ix, &k, i);
+		if (i % 200 == 0)
+			many[i / 200] = k;
+	}
+	for (size_t i = 0; i < big; i += 2)
+		many[i] = random_key(&seed);
+	many[big - 1] = zero;
+	wrong += check_batch(&ix, many, big);
+	CU_ASSERT_EQUAL(wrong, 0);
+	index_release(&ix);
+	free(many);
+}
+
+static void test_growth_is_by_half_at_seven_eighths(void)
+{
+	struct index ix;
+	uint64_t seed = 51;
+	size_t growths = 0, bad = 0;
+
+	CU_ASSERT_FATAL(index_init(&ix, 0) == 0);
+	for (size_t i = 0; i < 300000; i++) {
+		struct fp k = random_key(&seed);
+		size_t cap = ix.cap, before = ix.count;
+
+		if (index_insert(&ix, &k, i) != 0)
+			bad++;
+		if (ix.cap == cap)
+			continue;
+		growths++;
+		/* It grew only because one more entry would pass 7/8 ... */
+		if (cap && (before + 1) * 8 <= cap * 7)
+			bad++;
+		/* ... by half (at least; a mapped table fills its last page) ... */
+		if (cap >= 4 && (ix.cap < cap + cap / 2 || ix.cap > cap + cap / 2 + 4096 / 24 + 1))
+			bad++;
+		/* ... and the new table is not yet past 7/8. */
+		if (ix.count * 8 > ix.cap * 7)
+			bad++;
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(growths >= 25);     /* 1.5^25 > 300000 / 0.875 */
+	index_release(&ix);
+}
+
+static void test_a_large_table_is_a_huge_page_mapping_and_works(void)
+{
+	struct filled f;
+	struct range most = { 0, 290000 };
+	size_t wrong = 0;
+	uint64_t v;
+
+	fill(&f, 300000, 61);      /* about 11 MiB of slots */
+	CU_ASSERT(f.ix.mapped);
+	CU_ASSERT(index_bytes(&f.ix) >= (2u << 20));
+	CU_ASSERT((uintptr_t)f.ix.slots % (2u << 20) == 0);
+	CU_ASSERT(index_bytes(&f.ix) % 4096 == 0);
+	for (size_t i = 0; i < f.n; i++)
+		wrong += index_lookup(&f.ix, &f.keys[i], &v) != 0 || v != (uint64_t)i;
+	/* Dropping most entries shrinks it back under 2 MiB: calloc again. */
+	CU_ASSERT(index_remove_if(&f.ix, in_range, &most) == 290000);
+	CU_ASSERT(!f.ix.mapped);
+	CU_ASSERT(index_bytes(&f.ix) < (2u << 20));
+	CU_ASSERT(index_bytes(&f.ix) <= IX_TEST_MAX_BYTES * f.ix.count);
+	for (size_t i = 0; i < f.n; i++) {
+		int rc = index_lookup(&f.ix, &f.keys[i], &v);
+
+		wrong += i < most.hi ? rc != -ENOENT : rc != 0 || v != (uint64_t)i;
+	}
+	CU_ASSERT_EQUAL(wrong, 0);
+	index_release(&f.ix);
+	CU_ASSERT(index_bytes(&f.ix) == 0 && !f.ix.mapped);
+	/* A hint of a large table maps it at once. */
+	CU_ASSERT_FATAL(index_init(&f.ix, 1000000) == 0);
+	CU_ASSERT(f.ix.mapped && f.ix.cap * 7 >= 1000000ull * 8);
+	CU_ASSERT(index_insert(&f.ix, &f.keys[0], 1) == 0);
+	CU_ASSERT(index_lookup(&f.ix, &f.keys[0], &v) == 0 && v == 1);
+	index_release(&f.ix);
+	free(f.keys);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -361,7 +548,15 @@ int main(void)
 	    !CU_add_test(s, "random insert and remove sequences match a reference",
 			 test_random_sequences_match_a_reference) ||
 	    !CU_add_test(s, "keys with identical low 32 bits still work",
-			 test_keys_with_colliding_low_bits_still_work)) {
+			 test_keys_with_colliding_low_bits_still_work) ||
+	    !CU_add_test(s, "keys with identical high 32 bits (one home slot) still work",
+			 test_keys_with_colliding_high_bits_still_work) ||
+	    !CU_add_test(s, "a batch lookup agrees with single lookups for every present and absent combination, duplicates and the zero key",
+			 test_batch_lookup_matches_single_lookups) ||
+	    !CU_add_test(s, "the table grows by half, and only when one more entry would pass 7/8",
+			 test_growth_is_by_half_at_seven_eighths) ||
+	    !CU_add_test(s, "a table of 2 MiB or more is a 2 MiB-aligned huge-page mapping and works",
+			 test_a_large_table_is_a_huge_page_mapping_and_works)) {
 		CU_cleanup_registry();
 		return 2;
 	}
