@@ -854,6 +854,19 @@ static void vp_count_other(size_t n, int driver)
 	vp_count(&c, CL_NO_MATCH);
 }
 
+/* Whether a copy to a module variable is host-to-device (Default: from host memory). */
+static int vp_symbol_h2d(const void *src, enum cudaMemcpyKind kind)
+{
+	enum dev_mem k;
+	int ord;
+
+	if (kind == cudaMemcpyHostToDevice)
+		return 1;
+	if (kind != cudaMemcpyDefault || device_open() || device_classify(src, &k, &ord, NULL))
+		return 0;
+	return k == DEV_MEM_UNREGISTERED || k == DEV_MEM_HOST;
+}
+
 VP_API cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset,
 				      enum cudaMemcpyKind kind)
 {
@@ -867,7 +880,7 @@ VP_API cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_
 	vp_inside = 1;
 	err = VP_GET(cudaMemcpyToSymbol) ? VP_R(cudaMemcpyToSymbol)(symbol, src, count, offset, kind) : VP_NO_RT;
 	vp_inside = 0;
-	if (err == cudaSuccess && kind != cudaMemcpyDeviceToDevice)
+	if (err == cudaSuccess && vp_symbol_h2d(src, kind))
 		vp_count_other(count, 0);
 	errno = saved;
 	return err;
@@ -887,7 +900,7 @@ VP_API cudaError_t cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, 
 	err = VP_GET(cudaMemcpyToSymbol_ptds) ? VP_R(cudaMemcpyToSymbol_ptds)(symbol, src, count, offset, kind)
 					      : VP_NO_RT;
 	vp_inside = 0;
-	if (err == cudaSuccess && kind != cudaMemcpyDeviceToDevice)
+	if (err == cudaSuccess && vp_symbol_h2d(src, kind))
 		vp_count_other(count, 0);
 	errno = saved;
 	return err;
@@ -908,7 +921,7 @@ VP_API cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, 
 	err = VP_GET(cudaMemcpyToSymbolAsync)
 		      ? VP_R(cudaMemcpyToSymbolAsync)(symbol, src, count, offset, kind, stream) : VP_NO_RT;
 	vp_inside = 0;
-	if (err == cudaSuccess && kind != cudaMemcpyDeviceToDevice)
+	if (err == cudaSuccess && vp_symbol_h2d(src, kind))
 		vp_count_other(count, 0);
 	errno = saved;
 	return err;
@@ -930,7 +943,7 @@ VP_API cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void *symbol, const void *
 		      ? VP_R(cudaMemcpyToSymbolAsync_ptsz)(symbol, src, count, offset, kind, stream)
 		      : VP_NO_RT;
 	vp_inside = 0;
-	if (err == cudaSuccess && kind != cudaMemcpyDeviceToDevice)
+	if (err == cudaSuccess && vp_symbol_h2d(src, kind))
 		vp_count_other(count, 0);
 	errno = saved;
 	return err;
