@@ -124,6 +124,7 @@ static void vp_enter(void)
 {
 	pthread_once(&vp_resolve_once, vp_resolve);
 	stats_mark_used();
+	report_start();
 }
 
 /* ---- copies -------------------------------------------------------------- */
@@ -487,6 +488,7 @@ static void vp_atfork_child(void)
 	device_atfork_child();
 	fingerprint_atfork_child();
 	stats_reset(vp_config.enabled, vp_config.has_layout ? vp_config.layout.text : NULL);
+	report_atfork_child();
 }
 
 /*
@@ -499,7 +501,7 @@ __attribute__((constructor)) static void vp_init(void)
 {
 	int saved = errno;
 
-	config_load(&vp_config, vp_getenv);
+	config_load_secure(&vp_config, vp_getenv, config_secure_getenv);
 	stats_reset(vp_config.enabled, vp_config.has_layout ? vp_config.layout.text : NULL);
 	/* Without a layout the pool has nothing to match: it is off, and the
 	 * exit summary suggests a layout from the copy sizes it saw. */
@@ -509,5 +511,63 @@ __attribute__((constructor)) static void vp_init(void)
 	report_setup(&vp_config);
 	pthread_atfork(NULL, NULL, vp_atfork_child);
 	atexit(report_exit);
+	errno = saved;
+}
+
+/* ---- signals (report.h) ------------------------------------------------------
+ *
+ * The program's sigaction(2) and signal(2) go through report_sigaction, so
+ * the shim's handler for SIGINT, SIGTERM and SIGHUP stays in place of
+ * SIG_DFL while the program sees SIG_DFL (Python sets SIG_DFL, then raises
+ * SIGINT to end on a KeyboardInterrupt). signal() is sigaction with glibc's
+ * BSD semantics: SA_RESTART, the signal blocked in its own handler. libc's
+ * sigaction is resolved by a constructor, and again on a call that comes
+ * first, never from a signal handler in practice.
+ */
+
+static __typeof__(sigaction) *real_sigaction;
+
+static int vp_real_sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
+{
+	__typeof__(sigaction) *f = __atomic_load_n(&real_sigaction, __ATOMIC_ACQUIRE);
+	void *sym;
+
+	if (!f) {
+		sym = dlsym(RTLD_NEXT, "sigaction");
+		if (!sym || vp_is_self(sym)) {
+			errno = ENOSYS;
+			return -1;
+		}
+		*(void **)&f = sym;
+		__atomic_store_n(&real_sigaction, f, __ATOMIC_RELEASE);
+	}
+	return f(sig, act, oldact);
+}
+
+VP_API int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
+{
+	return report_sigaction(sig, act, oldact, vp_real_sigaction);
+}
+
+VP_API sighandler_t signal(int sig, sighandler_t handler)
+{
+	struct sigaction act, old;
+
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = handler;
+	sigemptyset(&act.sa_mask);
+	if (sig > 0 && sig < NSIG)
+		sigaddset(&act.sa_mask, sig);
+	act.sa_flags = SA_RESTART;
+	if (report_sigaction(sig, &act, &old, vp_real_sigaction) != 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+__attribute__((constructor)) static void vp_signal_init(void)
+{
+	int saved = errno;
+
+	vp_real_sigaction(0, NULL, NULL);	/* resolves; signal 0 is refused */
 	errno = saved;
 }

@@ -58,12 +58,12 @@ done
 exports_only_interposed() {
 	local got want
 	got=$(nm -D --defined-only "$SHIM" | awk '{print $3}' | sort | tr '\n' ' ')
-	want="cudaMalloc cudaMallocAsync cudaMallocAsync_ptsz cudaMallocManaged cudaMallocPitch cudaMemcpy cudaMemcpyAsync cudaMemcpyAsync_ptsz cudaMemcpy_ptds "
+	want="cudaMalloc cudaMallocAsync cudaMallocAsync_ptsz cudaMallocManaged cudaMallocPitch cudaMemcpy cudaMemcpyAsync cudaMemcpyAsync_ptsz cudaMemcpy_ptds sigaction signal "
 	[ "$got" = "$want" ] || { echo "exports: $got"; return 1; }
 	# and depends on libc, libdl and pthread only (ld.so provides __tls_get_addr)
 	! readelf -d "$SHIM" | grep NEEDED | grep -vE 'libc\.so|libdl\.so|libpthread\.so|ld-linux'
 }
-check "the library exports only the interposed entry points" exports_only_interposed
+check "the library exports only the interposed entry points (and sigaction, signal)" exports_only_interposed
 
 # bad_var VAR VALUE WORD: one line on stderr naming VAR, the run intact and counted.
 bad_var() {
