@@ -695,13 +695,16 @@ static void stats_summary_suggestion(struct sbuf *b)
 /*
  * The what-if line. W, the matched bytes, is U + R: every row sighting is
  * either a first (unique) or a repeat. A budget of U would have served
- * served(U); when that beats what the run served by more than half a
- * percent of W, say so, else the run already got every repeat.
+ * served(U). When the run's budget was below U (or there was none: a dry
+ * run, a dormant pool) and served(U) beats what the run served by more
+ * than half a percent of W, say so; otherwise the budget held every row
+ * (repeats the run did not serve were missed for other reasons, such as
+ * copies made before the probe).
  */
 static void stats_summary_whatif(struct sbuf *b, int stood_down)
 {
 	struct whatif_snapshot w;
-	uint64_t total, at_u, served = stats_get(ST_BYTES_SERVED);
+	uint64_t total, at_u, served = stats_get(ST_BYTES_SERVED), budget = stats_get(ST_POOL_BUDGET);
 	char b1[32], b2[32], b3[32];
 
 	whatif_snapshot(&w, 0);
@@ -715,7 +718,7 @@ static void stats_summary_whatif(struct sbuf *b, int stood_down)
 				"would have served any", log_bytes(b1, sizeof(b1), w.unique_bytes));
 		return;
 	}
-	if (at_u > served && at_u - served > total / 200) {
+	if (budget < w.unique_bytes && at_u > served && at_u - served > total / 200) {
 		sb_line(b, "vrampool: a budget of %s would have served %.1f%% (%s of %s matched bytes)%s",
 			log_bytes(b1, sizeof(b1), w.unique_bytes), 100.0 * (double)at_u / (double)total,
 			log_bytes(b2, sizeof(b2), at_u), log_bytes(b3, sizeof(b3), total),

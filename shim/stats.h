@@ -256,11 +256,13 @@ const char *stats_reason(const struct stats_dump *d, char *buf, size_t len);
  *  - for a pool that is not active (or has a reason), "pool STATE: why",
  *    the same reason as the JSON's;
  *  - the what-if line, "a budget of X would have served Y% (Z of W
- *    matched bytes)" when a budget (the unique bytes seen) would have
- *    served more than the run did, else "the budget held every repeated
- *    row";
+ *    matched bytes)" when a budget of X, the unique bytes seen, is more
+ *    than the run's and would have served more than the run did, else
+ *    "the budget held every repeated row"; W, the matched bytes, is the
+ *    what-if's unique plus repeat bytes;
  *  - for an automatic layout, what was found and the evidence;
- *  - when pooling stood down, that rows did not repeat;
+ *  - when pooling stood down (now, or stand_downs > 0), that rows did not
+ *    repeat, "after N copies": copies.matched_calls less copies.stood_down;
  *  - without a layout, a suggestion: the evidence's (STATS_SUGGEST) when
  *    set, else from the copy sizes seen, most bytes first, at most five.
  * Text fields are written with control characters as '?'. Returns the

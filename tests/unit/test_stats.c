@@ -375,6 +375,13 @@ static void test_summary_whatif(void)
 	CU_ASSERT(found);
 	json_decref(root);
 
+	/* a budget above U that served less (copies before the probe): not the budget's doing */
+	stats_set(ST_POOL_BUDGET, 1ULL << 30);
+	s = summary();
+	CU_ASSERT(strstr(s, "vrampool: the budget held every repeated row") != NULL);
+	free(s);
+	stats_set(ST_POOL_BUDGET, 200 * 3072);
+
 	/* a run that got every repeat */
 	stats_add(ST_BYTES_SERVED, 3 * 800 * 3072);
 	s = summary();
