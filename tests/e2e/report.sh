@@ -20,8 +20,8 @@ CUDART=$FAKE/libcudart.so.13
 # wait_for CMD...: polls CMD until it succeeds, at most 60 s, or until the
 # process $pid (when set) is gone.
 wait_for() {
-	local i
-	for i in $(seq 600); do
+	local _
+	for _ in $(seq 600); do
 		"$@" 2>/dev/null && return 0
 		if [ -n "${pid:-}" ] && ! kill -0 "$pid" 2>/dev/null; then
 			"$@" 2>/dev/null && return 0
@@ -119,7 +119,7 @@ running_dump() {
 	wait $pid
 	json_ok "$TMP/run.json" "d['final'] is False and d['rows']['seen'] > $first" || return 1
 	# no temporary file left beside it
-	[ "$(ls "$TMP" | grep -c '^run\.json\.tmp')" = 0 ]
+	! compgen -G "$TMP/run.json.tmp*" >/dev/null
 }
 check "the dump is rewritten while the job runs (final false) and survives a SIGKILL" running_dump
 
@@ -198,7 +198,10 @@ python_keyboard_interrupt() {
 	kill -INT $pid
 	wait $pid
 	rc=$?
-	[ "$without" = 130 ] && [ "$rc" = 130 ] || { echo "exit $rc with the shim, $without without"; return 1; }
+	if [ "$without" != 130 ] || [ "$rc" != 130 ]; then
+		echo "exit $rc with the shim, $without without"
+		return 1
+	fi
 	grep -q '^KeyboardInterrupt' "$TMP/py.err" || { cat "$TMP/py.err"; return 1; }
 	grep -q '^vrampool: [0-9]* host-to-device copies' "$TMP/py.err" || { cat "$TMP/py.err"; return 1; }
 	json_ok "$TMP/py.json" "d['final'] is True and d['ended_by'] == 'SIGINT' and d['rows']['hits'] > 0"
