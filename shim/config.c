@@ -10,7 +10,9 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "log.h"
@@ -284,7 +286,43 @@ static int config_path(const char *(*get)(const char *name), const char *name, c
 	return 0;
 }
 
+/*
+ * The rank variables of the common launchers, most specific first; the
+ * first set to a number of at most 9 digits wins.
+ */
+static void config_rank(struct config *c, const char *(*get)(const char *name))
+{
+	static const char *const names[] = { "RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+					     "SLURM_PROCID" };
+	size_t i, n;
+
+	snprintf(c->rank, sizeof(c->rank), "0");
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *v = config_get(get, names[i]);
+
+		if (v == NULL)
+			continue;
+		n = strspn(v, "0123456789");
+		if (n == 0 || n > 9 || v[n] != '\0')
+			continue;
+		snprintf(c->rank, sizeof(c->rank), "%s", v);
+		c->has_rank = 1;
+		return;
+	}
+}
+
+const char *config_secure_getenv(const char *name)
+{
+	return secure_getenv(name);
+}
+
 int config_load(struct config *c, const char *(*get)(const char *name))
+{
+	return config_load_secure(c, get, get);
+}
+
+int config_load_secure(struct config *c, const char *(*get)(const char *name),
+		       const char *(*get_path)(const char *name))
 {
 	uint64_t threads = 0;
 	int bad = 0;
@@ -297,6 +335,7 @@ int config_load(struct config *c, const char *(*get)(const char *name))
 	c->margin = 512 * MIB;
 	c->slab = 64 * MIB;
 	c->telemetry_s = 10;
+	c->whatif_mem = 256 * MIB;
 
 	bad += config_flag(get, "VRAMPOOL_VERBOSE", &c->verbose) < 0;
 	bad += config_flag(get, "VRAMPOOL_QUIET", &c->quiet) < 0;
@@ -317,8 +356,11 @@ int config_load(struct config *c, const char *(*get)(const char *name))
 	c->threads = (unsigned)threads;
 	bad += config_int(get, "VRAMPOOL_TELEMETRY_S", 1, 86400,
 			  "is not an interval (expected seconds from 1 to 86400)", &c->telemetry_s) < 0;
-	bad += config_path(get, "VRAMPOOL_STATS", c->stats_path, sizeof(c->stats_path)) < 0;
-	bad += config_path(get, "VRAMPOOL_TELEMETRY", c->telemetry_path, sizeof(c->telemetry_path)) < 0;
+	bad += config_size(get, "VRAMPOOL_WHATIF_MEM", 16 * KIB, TIB,
+			   "is out of range (expected a size from 16K to 1T)", &c->whatif_mem) < 0;
+	bad += config_path(get_path, "VRAMPOOL_STATS", c->stats_path, sizeof(c->stats_path)) < 0;
+	bad += config_path(get_path, "VRAMPOOL_TELEMETRY", c->telemetry_path, sizeof(c->telemetry_path)) < 0;
+	config_rank(c, get);
 
 	c->invalid = bad;
 	c->enabled = !c->off && !c->dry && bad == 0;
@@ -326,26 +368,51 @@ int config_load(struct config *c, const char *(*get)(const char *name))
 	return bad;
 }
 
-int config_stats_path(const struct config *c, long pid, char *out, size_t len)
+/* Appends s to out at *k, each byte through the host filter when host is set. */
+static int config_append(char *out, size_t len, size_t *k, const char *s, int host)
 {
-	const char *p = c->stats_path;
+	if (host && (strcmp(s, ".") == 0 || strcmp(s, "..") == 0 || s[0] == '\0'))
+		s = "_";
+	for (; *s != '\0'; s++) {
+		char ch = *s;
+
+		if (*k + 1 >= len)
+			return -ENAMETOOLONG;
+		if (host && !isalnum((unsigned char)ch) && ch != '.' && ch != '_' && ch != '-')
+			ch = '_';
+		out[(*k)++] = ch;
+	}
+	return 0;
+}
+
+int config_expand_path(const char *pattern, long pid, const char *rank, const char *host,
+		       char *out, size_t len)
+{
+	char num[24];
 	size_t k = 0;
 
 	if (len == 0)
 		return -ENAMETOOLONG;
-	while (*p != '\0') {
-		if (p[0] == '%' && p[1] == 'p') {
-			int n = snprintf(out + k, len - k, "%ld", pid);
+	while (*pattern != '\0') {
+		int err = 0;
 
-			if (n < 0 || (size_t)n >= len - k)
-				goto out_too_long;
-			k += (size_t)n;
-			p += 2;
-			continue;
+		if (pattern[0] == '%' && (pattern[1] == 'p' || pattern[1] == 'r' || pattern[1] == 'h')) {
+			if (pattern[1] == 'p') {
+				snprintf(num, sizeof(num), "%ld", pid);
+				err = config_append(out, len, &k, num, 0);
+			} else if (pattern[1] == 'r') {
+				err = config_append(out, len, &k, rank ? rank : "0", 0);
+			} else {
+				err = config_append(out, len, &k, host ? host : "", 1);
+			}
+			pattern += 2;
+		} else if (k + 1 >= len) {
+			err = -ENAMETOOLONG;
+		} else {
+			out[k++] = *pattern++;
 		}
-		if (k + 1 >= len)
+		if (err)
 			goto out_too_long;
-		out[k++] = *p++;
 	}
 	out[k] = '\0';
 	return 0;
@@ -353,4 +420,14 @@ int config_stats_path(const struct config *c, long pid, char *out, size_t len)
 out_too_long:
 	out[0] = '\0';
 	return -ENAMETOOLONG;
+}
+
+int config_stats_path(const struct config *c, long pid, char *out, size_t len)
+{
+	char host[256];
+
+	if (gethostname(host, sizeof(host)) != 0)
+		host[0] = '\0';
+	host[sizeof(host) - 1] = '\0';
+	return config_expand_path(c->stats_path, pid, c->rank[0] ? c->rank : "0", host, out, len);
 }

@@ -4,8 +4,11 @@
  * A malformed value is never fatal: config_load prints one line on stderr
  * naming the variable and what was expected, marks the configuration
  * invalid, and the shim then runs as a counting pass-through. Parsing is
- * pure (the environment comes through a getenv-like callback) so the unit
- * tests drive it without touching the process environment.
+ * pure (the environment comes through getenv-like callbacks) so the unit
+ * tests drive it without touching the process environment. Path variables
+ * (VRAMPOOL_STATS, VRAMPOOL_TELEMETRY) come through a getter of their own,
+ * secure_getenv in the shim: a set-user-ID or otherwise secure-execution
+ * process never takes a file name to write from its environment.
  */
 #ifndef VRAMPOOL_CONFIG_H
 #define VRAMPOOL_CONFIG_H
@@ -38,6 +41,15 @@ struct config {
 	int verbose;
 	int quiet;
 	uint64_t telemetry_s;   /* VRAMPOOL_TELEMETRY_S: the telemetry interval in seconds, default 10 */
+	uint64_t whatif_mem;    /* VRAMPOOL_WHATIF_MEM: the what-if table's memory cap, default 256M, 16K to 1T */
+	/*
+	 * The process's rank in a distributed job: the first of RANK,
+	 * LOCAL_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID that is set
+	 * to a decimal number (at most 9 digits; other values are skipped, as
+	 * they would not be safe in a file name). "0" and has_rank 0 when none.
+	 */
+	char rank[16];
+	int has_rank;
 };
 
 /*
@@ -48,17 +60,34 @@ struct config {
 int config_parse_size(const char *s, uint64_t *out);
 
 /*
- * Fills c from the variables returned by get (pass getenv in the shim).
- * Prints one stderr line per malformed variable, for example
+ * Fills c from the variables returned by get, path variables from
+ * get_path (pass getenv and config_secure_getenv in the shim). Prints one
+ * stderr line per malformed variable, for example
  *   vrampool: VRAMPOOL_SLAB='12Q' is not a size (expected e.g. 64M, 1G); running as pass-through
  * and returns the number of malformed variables (0 when all are good).
  * Always leaves c usable: defaults for the bad ones, enabled = 0.
  */
+int config_load_secure(struct config *c, const char *(*get)(const char *name),
+		       const char *(*get_path)(const char *name));
+
+/* config_load_secure with one getter for every variable (tests). */
 int config_load(struct config *c, const char *(*get)(const char *name));
 
+/* secure_getenv with the getter's type: NULL in a secure-execution process. */
+const char *config_secure_getenv(const char *name);
+
 /*
- * Expands every "%p" in the stats path with pid into out; any other '%' is
+ * Expands pattern into out: "%p" the pid, "%r" rank, "%h" host (its
+ * characters outside [A-Za-z0-9._-] become '_', and "." or ".." becomes
+ * "_", so a host name cannot climb out of the directory); any other '%' is
  * copied as it is (there is no "%%" escape). Returns 0 or -ENAMETOOLONG.
+ */
+int config_expand_path(const char *pattern, long pid, const char *rank, const char *host,
+		       char *out, size_t len);
+
+/*
+ * The stats path of c expanded for pid, c's rank and this machine's host
+ * name (config_expand_path). Returns 0 or -ENAMETOOLONG.
  */
 int config_stats_path(const struct config *c, long pid, char *out, size_t len);
 

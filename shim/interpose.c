@@ -1750,15 +1750,9 @@ void *vp_dlvsym_early(void *handle, const char *name, const char *version)
 
 /* ---- process life cycle ---------------------------------------------------- */
 
-/*
- * Reads an environment variable for config_load. Path variables come
- * through secure_getenv (a setuid program does not write where its caller
- * says).
- */
+/* The environment for config_load_secure (paths come through config_secure_getenv). */
 static const char *vp_getenv(const char *name)
 {
-	if (strcmp(name, "VRAMPOOL_STATS") == 0 || strcmp(name, "VRAMPOOL_TELEMETRY") == 0)
-		return secure_getenv(name);
 	return getenv(name);
 }
 
@@ -1773,7 +1767,6 @@ static void vp_atfork_child(void)
 	device_atfork_child();
 	fingerprint_atfork_child();
 	whatif_reset();
-	report_atfork_child();
 	stats_reset(vp_config.enabled, vp_config.has_layout && !vp_config.layout.is_auto
 					       ? vp_config.layout.text : NULL);
 	if (vp_config.dry)
@@ -1784,6 +1777,7 @@ static void vp_atfork_child(void)
 	} else if (vp_config.has_layout && !vp_config.layout.is_auto) {
 		stats_set_text(STATS_LAYOUT_SOURCE, "env");
 	}
+	report_atfork_child();
 }
 
 /* The starting state and reason of the pool for the dump. */
@@ -1833,7 +1827,7 @@ __attribute__((constructor(101))) static void vp_init(void)
 		vp_real_dlsym = dlreal_dlsym_fn();
 		vp_real_dlvsym = dlreal_dlvsym_fn();
 	}
-	config_load(&vp_config, vp_getenv);
+	config_load_secure(&vp_config, vp_getenv, config_secure_getenv);
 	vp_initial_state();
 	if (vp_config.has_layout && vp_config.layout.is_auto && !vp_config.off && !vp_config.invalid)
 		autolayout_setup(AUTOLAYOUT_POOL);
@@ -1842,10 +1836,67 @@ __attribute__((constructor(101))) static void vp_init(void)
 	else
 		atomic_store(&vp_auto_state, AUTOLAYOUT_NOTHING);
 	pool_setup(&vp_config);
-	whatif_setup(0);
 	fingerprint_init(vp_config.threads);
-	report_setup(&vp_config);
+	report_setup(&vp_config);      /* also sets up the what-if curve */
 	pthread_atfork(NULL, NULL, vp_atfork_child);
 	atexit(report_exit);
+	errno = saved;
+}
+
+/* ---- signals (report.h) ------------------------------------------------------
+ *
+ * The program's sigaction(2) and signal(2) go through report_sigaction, so
+ * the shim's handler for SIGINT, SIGTERM and SIGHUP stays in place of
+ * SIG_DFL while the program sees SIG_DFL (Python sets SIG_DFL, then raises
+ * SIGINT to end on a KeyboardInterrupt). signal() is sigaction with glibc's
+ * BSD semantics: SA_RESTART, the signal blocked in its own handler. libc's
+ * sigaction is resolved by a constructor, and again on a call that comes
+ * first, never from a signal handler in practice.
+ */
+
+static __typeof__(sigaction) *real_sigaction;
+
+static int vp_real_sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
+{
+	__typeof__(sigaction) *f = __atomic_load_n(&real_sigaction, __ATOMIC_ACQUIRE);
+	void *sym;
+
+	if (!f) {
+		sym = dlreal_sym(RTLD_NEXT, "sigaction");
+		if (!sym || vp_is_self(sym)) {
+			errno = ENOSYS;
+			return -1;
+		}
+		*(void **)&f = sym;
+		__atomic_store_n(&real_sigaction, f, __ATOMIC_RELEASE);
+	}
+	return f(sig, act, oldact);
+}
+
+VP_API int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
+{
+	return report_sigaction(sig, act, oldact, vp_real_sigaction);
+}
+
+VP_API sighandler_t signal(int sig, sighandler_t handler)
+{
+	struct sigaction act, old;
+
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = handler;
+	sigemptyset(&act.sa_mask);
+	if (sig > 0 && sig < NSIG)
+		sigaddset(&act.sa_mask, sig);
+	act.sa_flags = SA_RESTART;
+	if (report_sigaction(sig, &act, &old, vp_real_sigaction) != 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+__attribute__((constructor)) static void vp_signal_init(void)
+{
+	int saved = errno;
+
+	vp_real_sigaction(0, NULL, NULL);	/* resolves; signal 0 is refused */
 	errno = saved;
 }

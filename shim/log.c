@@ -73,9 +73,14 @@ static void log_vline(const char *fmt, va_list ap)
 		len = room;
 		memcpy(buf + pre + len - 3, "...", 3);
 	}
-	for (i = pre; i < pre + len; i++)
-		if (buf[i] == '\n' || buf[i] == '\r')
+	for (i = pre; i < pre + len; i++) {
+		unsigned char ch = (unsigned char)buf[i];
+
+		if (ch == '\n' || ch == '\r')
 			buf[i] = ' ';
+		else if (ch < 0x20 || ch == 0x7f)
+			buf[i] = '?';
+	}
 	buf[pre + len] = '\n';
 	log_write_all(buf, pre + len + 1);
 	errno = saved;
@@ -99,6 +104,54 @@ void log_verbose(const char *fmt, ...)
 	va_start(ap, fmt);
 	log_vline(fmt, ap);
 	va_end(ap);
+}
+
+void log_text(const char *text, unsigned long len)
+{
+	char buf[LOG_LINE_MAX * 8];
+	unsigned long i, n = len < sizeof(buf) ? len : sizeof(buf);
+	int saved = errno;
+
+	for (i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)text[i];
+
+		buf[i] = (ch < 0x20 && ch != '\n') || ch == 0x7f ? '?' : (char)ch;
+	}
+	if (n > 0 && n == sizeof(buf))
+		buf[n - 1] = '\n';
+	log_write_all(buf, n);
+	errno = saved;
+}
+
+const char *log_escape(char *buf, unsigned long len, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned long k = 0;
+
+	if (len == 0)
+		return buf;
+	for (; *s != '\0'; s++) {
+		unsigned char ch = (unsigned char)*s;
+		unsigned long need = ch >= 0x20 && ch < 0x7f ? 1 : 4;
+
+		if (k + need + 4 > len) {
+			if (k + 4 <= len) {
+				memcpy(buf + k, "...", 3);
+				k += 3;
+			}
+			break;
+		}
+		if (need == 1) {
+			buf[k++] = (char)ch;
+		} else {
+			buf[k++] = '\\';
+			buf[k++] = 'x';
+			buf[k++] = hex[ch >> 4];
+			buf[k++] = hex[ch & 15];
+		}
+	}
+	buf[k] = '\0';
+	return buf;
 }
 
 /*

@@ -1,6 +1,6 @@
 /*
- * stats: the counters of DESIGN.md's stats JSON, the exit summary and the
- * JSON dump.
+ * stats: the counters of DESIGN.md's stats JSON, the summary and the JSON
+ * dump (formatted here, written to files by report).
  *
  * Counters are relaxed atomics, per thread (below) plus a global part in
  * stats_global, written
@@ -11,8 +11,13 @@
  * Invariant the rest of the shim maintains and the tests check:
  *   bytes.requested == bytes.h2d + bytes.served_from_pool
  *
- * The dump makes no CUDA call and allocates nothing it could fail on: it is
- * safe from an atexit handler while the runtime unloads.
+ * Formatting (stats_format_json, stats_format_summary) makes no CUDA call,
+ * allocates nothing and takes no lock: counters and the what-if figures
+ * are atomics, text fields are read under a sequence count with a bounded
+ * number of retries. So the reporter thread can format the final dump
+ * while another thread, stopped by a signal, is inside any of the shim's
+ * critical sections; and it is safe from an atexit handler while the
+ * runtime unloads.
  */
 #ifndef VRAMPOOL_STATS_H
 #define VRAMPOOL_STATS_H
@@ -78,6 +83,7 @@ enum stats_mode { STATS_MODE_ON, STATS_MODE_OFF, STATS_MODE_DRY };
 enum pool_state { POOL_OFF, POOL_DORMANT, POOL_ACTIVE, POOL_FULL, POOL_LATCHED };
 
 #define STATS_MAX_SIZES 64
+#define STATS_TEXT_MAX 256
 
 struct stats {
 	_Atomic uint64_t v[ST__COUNT];
@@ -86,14 +92,19 @@ struct stats {
 	_Atomic int used;               /* this process made an interposed call */
 	int enabled;                    /* set once at init */
 	enum stats_mode mode;           /* set once at init */
-	/* Text fields, written rarely (stats_set_text), read by the reports. */
-	char layout[256];               /* the spec in use ("" none yet) */
+	/*
+	 * Text fields, written rarely (stats_set_text), read by the reports
+	 * (stats_get_text); never read or write them directly.
+	 */
+	char layout[STATS_TEXT_MAX];    /* the spec in use ("" none yet) */
 	char layout_source[8];          /* "env" or "auto" ("" none) */
-	char reason[256];               /* why the pool is off, dormant, full or latched ("" none) */
-	char evidence[256];             /* auto layout: what was found and from what */
+	char reason[STATS_TEXT_MAX];    /* why the pool is off, dormant, full or latched ("" none) */
+	char evidence[STATS_TEXT_MAX];  /* auto layout: what was found and from what */
 	char gather[32];                /* how hits are delivered: "kernel", "batched copy", "" (none yet) */
-	char suggest[256];              /* the layout the evidence suggests for a run without one */
+	char suggest[STATS_TEXT_MAX];   /* no layout: the spec the evidence suggests ("" none) */
+	_Atomic unsigned text_seq;      /* odd while a text field is being written */
 	_Atomic int stood_down;         /* pooling stood down now (rows did not repeat) */
+	_Atomic uint64_t start_ns;      /* CLOCK_MONOTONIC at the first stats_mark_used (0: not yet) */
 	/* Copy sizes seen, for the layout suggestion: lock-free insert by CAS on size. */
 	_Atomic uint64_t size_key[STATS_MAX_SIZES];
 	_Atomic uint64_t size_calls[STATS_MAX_SIZES];
@@ -147,9 +158,10 @@ static inline void stats_set(enum stat_id id, uint64_t n)
 uint64_t stats_get(enum stat_id id);
 
 /*
- * Zeroes every counter and the size table, clears used, sets the fixed
- * fields and the state (dormant when enabled, off otherwise), and re-arms
- * the once-only exit report (fork child, tests).
+ * Zeroes every counter and the size table, clears used and the start
+ * time, sets the fixed fields and the state (dormant when enabled, off
+ * otherwise) (fork child, tests). The once-only exit report is report's
+ * (report_atfork_child re-arms it).
  */
 void stats_reset(int enabled, const char *layout);
 
@@ -157,16 +169,29 @@ void stats_reset(int enabled, const char *layout);
 void stats_set_mode(enum stats_mode m);
 
 /* Which text field stats_set_text writes. */
-enum stats_text { STATS_LAYOUT, STATS_LAYOUT_SOURCE, STATS_REASON, STATS_EVIDENCE, STATS_GATHER,
-		  STATS_SUGGEST };
+enum stats_text {
+	STATS_LAYOUT,
+	STATS_LAYOUT_SOURCE,
+	STATS_REASON,
+	STATS_EVIDENCE,
+	STATS_GATHER,
+	STATS_SUGGEST,          /* set with STATS_EVIDENCE when a run without a layout finds one */
+};
 
 /*
  * Sets one text field (printf-style; truncated to its size). Thread-safe;
- * a report reads a whole old or new value, never a mix.
+ * a report reads a whole old or new value, never a mix (but see
+ * stats_get_text).
  */
 void stats_set_text(enum stats_text which, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Copies one text field into buf. */
+/*
+ * Copies one text field into buf, NUL-terminated. Takes no lock: it reads
+ * under the fields' sequence count and retries while a write is under
+ * way; if a writer stays inside its write (a thread stopped by a signal
+ * there), it gives up after a bounded number of tries and returns what it
+ * read, which may then mix the old and the new value.
+ */
 void stats_get_text(enum stats_text which, char *buf, size_t len);
 
 void stats_set_state(enum pool_state s);
@@ -182,27 +207,86 @@ const char *stats_state_name(enum pool_state s);
 /* Records one host-to-device copy of n bytes in the size table (for suggestions). */
 void stats_note_size(uint64_t n);
 
-/* Marks that this process used CUDA through the shim; a process that never did dumps nothing. */
+/*
+ * Marks that this process used CUDA through the shim (a process that never
+ * did dumps nothing) and, the first time, starts the clock of elapsed_s.
+ */
 void stats_mark_used(void);
 
-/* Writes the JSON object of DESIGN.md (one line, newline-terminated) for pid. Returns 0 or -errno. */
-int stats_write_json(FILE *f, long pid);
+/* What a dump says beyond the counters: who wrote it, and when. */
+struct stats_dump {
+	long pid;
+	const char *rank;       /* "rank": the launcher's rank variable; NULL: none set (null) */
+	const char *host;       /* "host": NULL: unknown (null) */
+	const char *problem;    /* config's first malformed variable (the reason when none is set); NULL: none */
+	int final;              /* "final": the exit or signal dump, not a rewrite while the job runs */
+	const char *ended_by;   /* "ended_by": "exit", "SIGINT", "SIGTERM", "SIGHUP"; NULL: running (null) */
+};
 
 /*
- * Writes the human summary (several "vrampool: " lines) to f. With no layout
- * it suggests VRAMPOOL_LAYOUT candidates from the copy sizes seen, most bytes
- * first, at most five.
+ * Formats the JSON object of DESIGN.md, one line ending in a newline, into
+ * buf (NUL-terminated): every key always present, null where unknown.
+ *
+ * {"vrampool": 1, "pid", "rank", "host", "enabled", "mode": "on"|"off"|"dry",
+ *  "final", "ended_by", "elapsed_s" (seconds since the first CUDA call),
+ *  "layout", "layout_source", "reason", "evidence", "suggest",
+ *  "copies": {"h2d_calls", "matched_calls", "passthrough_calls", "fallbacks",
+ *             "graph_capture", "driver_calls", "batch_calls", "stood_down"},
+ *  "bytes": {"requested", "h2d", "served_from_pool", "captured"},
+ *  "rows": {"seen", "hits", "misses", "captured", "pooled"},
+ *  "pool": {"state", "budget", "bytes", "slabs", "evictions", "evicted_bytes",
+ *           "oom_retries", "device_ops", "displaced_bytes", "displaced_slabs",
+ *           "faults", "gather", "gather_launches", "stood_down", "stand_downs"},
+ *  "probe": {"decided", "free", "total", "reserve", "margin"},
+ *  "time_ns": {"fingerprint", "shim"},
+ *  "whatif": {"unique_bytes", "repeat_bytes", "tracked_rows", "sampled",
+ *             "curve": [[budget_bytes, served_bytes], ...]},
+ *  "allocs": {"calls"}, "sizes": [{"bytes", "calls", "total"}, ...]}
+ *
+ * "reason" is the text the pool set, else, while the pool is not active,
+ * what this module knows (stats_reason). The curve is whatif_snapshot's
+ * with the pool's budget as an extra point. d may be NULL (defaults:
+ * pid 0, nulls, not final). Returns the length, or -ENOSPC when buf is too
+ * small (16 KiB always suffices).
  */
-void stats_write_summary(FILE *f);
+int stats_format_json(char *buf, size_t len, const struct stats_dump *d);
+
+/* stats_format_json written to f. Returns 0 or -errno. */
+int stats_write_json(FILE *f, const struct stats_dump *d);
 
 /*
- * The exit report: once per process, and only when stats_global.used.
- * Summary on stderr unless quiet; JSON to json_path when non-empty (written
- * to a temporary file and renamed, so a reader never sees half a dump).
- * "%p" in json_path is expanded to getpid() as config_stats_path does, so
- * a raw or an already expanded path both work. A failure to write is one
- * log line, never fatal.
+ * Why the pool is not serving, into buf: the pool's own reason when it set
+ * one, else, for an off, dormant, full or latched pool, what the counters
+ * and d tell (a malformed variable, VRAMPOOL=off, a dry run, no layout, the
+ * probe's figures, a full budget). Returns buf, or NULL when there is
+ * nothing to say (an active pool without a reason).
  */
-void stats_exit_report(int quiet, const char *json_path);
+const char *stats_reason(const struct stats_dump *d, char *buf, size_t len);
+
+/*
+ * Formats the human summary, several "vrampool: " lines, into buf
+ * (NUL-terminated; cut at a line's end when too small, 8 KiB suffices):
+ *  - the copies and bytes, served share;
+ *  - rows and pool, with the budget ("budget not decided" only while the
+ *    probe has not run);
+ *  - for a pool that is not active (or has a reason), "pool STATE: why",
+ *    the same reason as the JSON's;
+ *  - the what-if line, "a budget of X would have served Y% (Z of W
+ *    matched bytes)" when a budget of X, the unique bytes seen, is more
+ *    than the run's and would have served more than the run did, else
+ *    "the budget held every repeated row"; W, the matched bytes, is the
+ *    what-if's unique plus repeat bytes;
+ *  - for an automatic layout, what was found and the evidence;
+ *  - when pooling stood down (now, or stand_downs > 0), that rows did not
+ *    repeat, "after N copies": copies.matched_calls less copies.stood_down;
+ *  - without a layout, a suggestion: the evidence's (STATS_SUGGEST) when
+ *    set, else from the copy sizes seen, most bytes first, at most five.
+ * Text fields are written with control characters as '?'. Returns the
+ * length.
+ */
+int stats_format_summary(char *buf, size_t len, const struct stats_dump *d);
+
+/* stats_format_summary written to f (d may be NULL). */
+void stats_write_summary(FILE *f, const struct stats_dump *d);
 
 #endif

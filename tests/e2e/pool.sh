@@ -148,6 +148,59 @@ half_of_48m() {
 }
 check "a 48 MiB dataset with a 24M budget sends about half from epoch 3 on" half_of_48m
 
+# Rows of several sizes share one budget: images and masks of a
+# segmentation loader (32768 and 8192 bytes per sample, 10 MiB in all).
+two_sizes() {
+	local n=256 data=$((256 * (32768 + 8192))) e got
+	pool_run twosizes "$TRAINER" VRAMPOOL_LAYOUT=32768,8192 VRAMPOOL_SLAB=64M VRAMPOOL_BUDGET=64M -- \
+		--samples $n --row 32768 --mask-row 8192 --batch 32 --epochs 4 || return 1
+	grep -q 'verified OK' "$TMP/twosizes.out" || return 1
+	invariants twosizes --expect pool.slabs=1 --expect rows.pooled=$((2 * n)) || return 1
+	for e in 3 4; do
+		got=$(( $(epoch_h2d twosizes $e) - n * 8 ))
+		[ $((got * 100)) -le $((data * 5)) ] || { echo "epoch $e sent $got of $data"; return 1; }
+	done
+}
+check "images and masks of two row sizes share the budget and both stop crossing" two_sizes
+
+# Priorities: the images (@1) need more than the budget; the masks come
+# second. By epoch 3 the images hold the whole budget and no mask is pooled.
+priorities() {
+	local n=256 mib=$((1024 * 1024)) e got want
+	pool_run prio "$TRAINER" VRAMPOOL_LAYOUT=32768@1,8192 VRAMPOOL_SLAB=1M VRAMPOOL_BUDGET=4M -- \
+		--samples $n --row 32768 --mask-row 8192 --batch 32 --epochs 4 || return 1
+	grep -q 'verified OK' "$TMP/prio.out" || return 1
+	invariants prio --min pool.displaced_bytes=1 || return 1
+	# 4M holds 128 images: the other 128 images, every mask and the labels cross
+	want=$((128 * 32768 + n * 8192 + n * 8))
+	for e in 3 4; do
+		got=$(epoch_h2d prio $e)
+		[ "$got" -eq "$want" ] || { echo "epoch $e sent $got, expected $want"; return 1; }
+	done
+	[ "$(jget "$TMP/prio.json" pool.bytes)" -eq $((4 * mib)) ]
+}
+check "rows of a higher priority take the whole budget and lower ones are displaced" priorities
+
+# Host-side random augmentation: rows never repeat. A full pool stands
+# down (copies pass straight through) and says why; every byte verifies.
+never_repeat() {
+	pool_run aug "$TRAINER" VRAMPOOL_BUDGET=1M -- --samples 2000 --row $ROW --batch 40 --epochs 3 --augment -1 || return 1
+	grep -q 'verified OK' "$TMP/aug.out" || return 1
+	invariants aug --expect pool.state=full --expect bytes.served_from_pool=0 || return 1
+	[ "$(jget "$TMP/aug.json" copies.stood_down)" -gt 50 ] || { echo "did not stand down"; return 1; }
+	grep -q 'rows did not repeat' "$TMP/aug.err"
+}
+check "rows that never repeat make a full pool stand down and the summary says so" never_repeat
+
+# Augmentation in epoch 1 only: from epoch 2 the same rows come back, the
+# sampled copies see them and pooling resumes.
+repeat_again() {
+	pool_run aug1 "$TRAINER" VRAMPOOL_BUDGET=1M -- --samples 2000 --row $ROW --batch 40 --epochs 4 --augment 1 || return 1
+	grep -q 'verified OK' "$TMP/aug1.out" || return 1
+	invariants aug1 --min rows.hits=1 --expect pool.stood_down=false
+}
+check "after a phase of unique rows, rows that repeat bring pooling back" repeat_again
+
 auto_probe() {
 	pool_run probe "$TRAINER" VRAMPOOL_MARGIN=64M VRAMPOOL_VERBOSE=1 -- $BASE || return 1
 	grep -q 'verified OK' "$TMP/probe.out" || return 1

@@ -1,12 +1,13 @@
 /*
  * Unit tests of shim/config: defaults, every variable good and bad, the
- * single stderr line a bad value costs, VRAMPOOL=off, the size grammar and
- * the %p expansion of the stats path. The environment is a table handed to
+ * single stderr line a bad value costs, VRAMPOOL=off, the size grammar,
+ * the rank variables, the path getter and the %p, %r, %h expansion. The environment is a table handed to
  * config_load through its getenv-like callback; stderr is captured by
  * pointing file descriptor 2 at a temporary file.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -135,6 +136,10 @@ static void assert_defaults(const struct config *c)
 	CU_ASSERT_EQUAL(c->telemetry_s, 10);
 	CU_ASSERT_EQUAL(c->has_layout, 0);
 	CU_ASSERT_STRING_EQUAL(c->stats_path, "");
+	CU_ASSERT_STRING_EQUAL(c->telemetry_path, "");
+	CU_ASSERT_EQUAL(c->whatif_mem, 256ULL << 20);
+	CU_ASSERT_STRING_EQUAL(c->rank, "0");
+	CU_ASSERT_EQUAL(c->has_rank, 0);
 }
 
 static void test_defaults(void)
@@ -394,6 +399,112 @@ static void test_parse_size(void)
 	CU_ASSERT_EQUAL(config_parse_size("16777216T", &v), -ERANGE);
 }
 
+static void test_whatif_mem(void)
+{
+	struct config c;
+
+	expect_good(&c, "VRAMPOOL_WHATIF_MEM", "64K");
+	CU_ASSERT_EQUAL(c.whatif_mem, 64ULL << 10);
+	expect_good(&c, "VRAMPOOL_WHATIF_MEM", "2G");
+	CU_ASSERT_EQUAL(c.whatif_mem, 2ULL << 30);
+	expect_bad(&c, "VRAMPOOL_WHATIF_MEM", "1K", "expected a size from 16K to 1T");
+	CU_ASSERT_EQUAL(c.whatif_mem, 256ULL << 20);
+	expect_bad(&c, "VRAMPOOL_WHATIF_MEM", "lots", "expected e.g. 64M");
+}
+
+/* The fake environment with rank variables only. */
+static void rank_env(const char *const *pairs)
+{
+	memset(env, 0, sizeof(env));
+	for (; pairs[0] != NULL; pairs += 2)
+		env_add(pairs[0], pairs[1]);
+}
+
+static void test_rank_selection(void)
+{
+	static const char *const all[] = { "SLURM_PROCID", "5", "PMI_RANK", "4", "OMPI_COMM_WORLD_RANK", "3",
+					   "LOCAL_RANK", "2", "RANK", "1", NULL };
+	static const char *const no_rank[] = { "SLURM_PROCID", "5", "PMI_RANK", "4", "LOCAL_RANK", "2", NULL };
+	static const char *const slurm[] = { "SLURM_PROCID", "17", NULL };
+	static const char *const junk[] = { "RANK", "../x", "LOCAL_RANK", "", "OMPI_COMM_WORLD_RANK", "1234567890",
+					    "PMI_RANK", "7", NULL };
+	static const char *const none[] = { "RANK", "-1", NULL };
+	struct config c;
+	char out[2048];
+
+	rank_env(all);
+	CU_ASSERT_EQUAL(load_captured(&c, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(c.rank, "1");
+	CU_ASSERT_EQUAL(c.has_rank, 1);
+	rank_env(no_rank);
+	load_captured(&c, out, sizeof(out));
+	CU_ASSERT_STRING_EQUAL(c.rank, "2");
+	rank_env(slurm);
+	load_captured(&c, out, sizeof(out));
+	CU_ASSERT_STRING_EQUAL(c.rank, "17");
+	/* values unsafe in a file name, empty or too long are skipped, silently */
+	rank_env(junk);
+	CU_ASSERT_EQUAL(load_captured(&c, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "");
+	CU_ASSERT_STRING_EQUAL(c.rank, "7");
+	rank_env(none);
+	load_captured(&c, out, sizeof(out));
+	CU_ASSERT_STRING_EQUAL(c.rank, "0");
+	CU_ASSERT_EQUAL(c.has_rank, 0);
+}
+
+/* The path getter: what secure_getenv would hide stays hidden. */
+static const char *no_paths(const char *name)
+{
+	(void)name;
+	return NULL;
+}
+
+static void test_paths_come_from_their_own_getter(void)
+{
+	struct config c;
+
+	env_one("VRAMPOOL_STATS", "/tmp/s.json");
+	env_add("VRAMPOOL_TELEMETRY", "/tmp/t.jsonl");
+	env_add("VRAMPOOL_LAYOUT", "3072");
+	CU_ASSERT_EQUAL(config_load_secure(&c, fake_getenv, no_paths), 0);
+	CU_ASSERT_STRING_EQUAL(c.stats_path, "");
+	CU_ASSERT_STRING_EQUAL(c.telemetry_path, "");
+	CU_ASSERT_EQUAL(c.has_layout, 1);
+	CU_ASSERT_EQUAL(config_load_secure(&c, fake_getenv, fake_getenv), 0);
+	CU_ASSERT_STRING_EQUAL(c.stats_path, "/tmp/s.json");
+	CU_ASSERT_STRING_EQUAL(c.telemetry_path, "/tmp/t.jsonl");
+	/* in a process that is not set-user-ID it is getenv */
+	setenv("VRAMPOOL_TEST_SECURE", "yes", 1);
+	CU_ASSERT_STRING_EQUAL(config_secure_getenv("VRAMPOOL_TEST_SECURE"), "yes");
+	unsetenv("VRAMPOOL_TEST_SECURE");
+}
+
+static void test_expand_rank_and_host(void)
+{
+	char out[64];
+
+	CU_ASSERT_EQUAL(config_expand_path("/d/s-%r-%h-%p.json", 42, "3", "node1", out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "/d/s-3-node1-42.json");
+	CU_ASSERT_EQUAL(config_expand_path("%r%r", 1, NULL, NULL, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "00");
+	/* a host name cannot climb out of the directory or carry odd bytes */
+	CU_ASSERT_EQUAL(config_expand_path("/d/%h", 1, "0", "../etc", out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "/d/.._etc");
+	CU_ASSERT_EQUAL(config_expand_path("/d/%h", 1, "0", "..", out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "/d/_");
+	CU_ASSERT_EQUAL(config_expand_path("/d/%h", 1, "0", "a b\033c", out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "/d/a_b_c");
+	CU_ASSERT_EQUAL(config_expand_path("/d/%h.json", 1, "0", "", out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "/d/_.json");
+	CU_ASSERT_EQUAL(config_expand_path("/d/%x%", 1, "0", "h", out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "/d/%x%");
+	CU_ASSERT_EQUAL(config_expand_path("/d/%h", 1, "0", "abcdef", out, 9), -ENAMETOOLONG);
+	CU_ASSERT_STRING_EQUAL(out, "");
+	CU_ASSERT_EQUAL(config_expand_path("/d/%h", 1, "0", "abcdef", out, 10), 0);
+	CU_ASSERT_EQUAL(config_expand_path("/d/%r", 1, "123", "h", out, 6), -ENAMETOOLONG);
+}
+
 static void test_stats_path_expansion(void)
 {
 	struct config c;
@@ -412,6 +523,17 @@ static void test_stats_path_expansion(void)
 	CU_ASSERT_STRING_EQUAL(out, "/tmp/123456");
 	strcpy(c.stats_path, "/tmp/abcdefgh");
 	CU_ASSERT_EQUAL(config_stats_path(&c, 1, out, 13), -ENAMETOOLONG);
+	/* %r is the configuration's rank, 0 without one; %h the host name */
+	strcpy(c.stats_path, "/tmp/r%r");
+	CU_ASSERT_EQUAL(config_stats_path(&c, 1, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "/tmp/r0");
+	strcpy(c.rank, "12");
+	CU_ASSERT_EQUAL(config_stats_path(&c, 1, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "/tmp/r12");
+	strcpy(c.stats_path, "/tmp/%h");
+	CU_ASSERT_EQUAL(config_stats_path(&c, 1, out, sizeof(out)), 0);
+	CU_ASSERT(strlen(out) > strlen("/tmp/"));
+	CU_ASSERT(strchr(out + 5, '/') == NULL);
 }
 
 int main(void)
@@ -435,8 +557,14 @@ int main(void)
 	CU_add_test(s, "VRAMPOOL=off with a layout is pass-through without complaint", test_off_with_layout);
 	CU_add_test(s, "a value with a newline cannot forge a second line", test_value_is_one_line);
 	CU_add_test(s, "sizes take binary suffixes and refuse junk and overflow", test_parse_size);
-	CU_add_test(s, "%p in the stats path becomes the pid and nothing else changes",
+	CU_add_test(s, "%p in the stats path becomes the pid, %r the rank, %h the host",
 		    test_stats_path_expansion);
+	CU_add_test(s, "VRAMPOOL_WHATIF_MEM takes a size from 16K to 1T", test_whatif_mem);
+	CU_add_test(s, "the rank is RANK, else LOCAL_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID, else 0",
+		    test_rank_selection);
+	CU_add_test(s, "path variables come through their own getter (secure_getenv in the shim)",
+		    test_paths_come_from_their_own_getter);
+	CU_add_test(s, "%r and %h expand, and a host name cannot leave the directory", test_expand_rank_and_host);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failures = (int)CU_get_number_of_failures();

@@ -1,8 +1,10 @@
 /*
  * Unit tests of shim/stats: counters, the JSON dump (parsed back with
- * jansson, every key of DESIGN.md checked with its type), the human summary
- * and its layout suggestion, the once-only exit report written by rename,
- * and exact sums under concurrent updates.
+ * jansson, every key checked with its type, null where unknown), the
+ * reason a pool does not serve, the human summary (the why, what-if,
+ * evidence, stood-down and suggestion lines), the text fields read while
+ * they are written, and exact sums under concurrent updates. The exit
+ * report that writes these is report's (test_report.c).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,24 +17,13 @@
 #include <CUnit/Basic.h>
 #include <jansson.h>
 
+#include "fingerprint.h"
 #include "log.h"
 #include "stats.h"
+#include "whatif.h"
 
-static char tmpdir[64];
-
-static int suite_init(void)
-{
-	strcpy(tmpdir, "/tmp/vrampool-test-stats-XXXXXX");
-	return mkdtemp(tmpdir) == NULL;
-}
-
-static int suite_clean(void)
-{
-	return rmdir(tmpdir);
-}
-
-/* Runs stats_write_json into memory and parses it; the caller json_decrefs. */
-static json_t *dump_json(long pid)
+/* Runs stats_write_json into memory for d and parses it; the caller json_decrefs. */
+static json_t *dump_json_d(const struct stats_dump *d)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -42,7 +33,7 @@ static json_t *dump_json(long pid)
 
 	if (f == NULL)
 		return NULL;
-	CU_ASSERT_EQUAL(stats_write_json(f, pid), 0);
+	CU_ASSERT_EQUAL(stats_write_json(f, d), 0);
 	fclose(f);
 	CU_ASSERT(len > 0 && buf[len - 1] == '\n');
 	CU_ASSERT(memchr(buf, '\n', len) == buf + len - 1);	/* one line */
@@ -51,6 +42,14 @@ static json_t *dump_json(long pid)
 		fprintf(stdout, "\n  JSON does not parse: %s: %s\n", jerr.text, buf);
 	free(buf);
 	return root;
+}
+
+/* dump_json_d for pid, nothing else known. */
+static json_t *dump_json(long pid)
+{
+	struct stats_dump d = { .pid = pid };
+
+	return dump_json_d(&d);
 }
 
 /* Returns the integer at obj.key (asserting it is an integer), or -1. */
@@ -76,13 +75,51 @@ static char *summary(void)
 
 	if (f == NULL)
 		return NULL;
-	stats_write_summary(f);
+	stats_write_summary(f, NULL);
 	fclose(f);
 	return buf;
 }
 
+/* The summary for d; the caller frees. */
+static char *summary_d(const struct stats_dump *d)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (f == NULL)
+		return NULL;
+	stats_write_summary(f, d);
+	fclose(f);
+	return buf;
+}
+
+/* Returns the string at obj.key, or NULL when it is null (asserting one or the other). */
+static const char *json_str_at(json_t *root, const char *obj, const char *key)
+{
+	json_t *o = obj ? json_object_get(root, obj) : root;
+	json_t *v = o ? json_object_get(o, key) : NULL;
+
+	CU_ASSERT(json_is_string(v) || json_is_null(v));
+	if (!json_is_string(v) && !json_is_null(v))
+		fprintf(stdout, "\n  missing or not a string or null: %s.%s\n", obj ? obj : "", key);
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* Records calls copies of size bytes. */
+static void note(uint64_t size, int calls)
+{
+	int i;
+
+	for (i = 0; i < calls; i++)
+		stats_note_size(size);
+}
+
 static void test_counters(void)
 {
+	char buf[64];
+
+	whatif_reset();
 	stats_reset(1, "3072");
 	CU_ASSERT_EQUAL(stats_get(ST_H2D_CALLS), 0);
 	CU_ASSERT_EQUAL(stats_state(), POOL_DORMANT);
@@ -104,17 +141,20 @@ static void test_counters(void)
 	CU_ASSERT_EQUAL(stats_get(ST_H2D_CALLS), 0);
 	CU_ASSERT_EQUAL(stats_get(ST_POOL_SLABS), 0);
 	CU_ASSERT_EQUAL(stats_state(), POOL_OFF);
-	CU_ASSERT_STRING_EQUAL(stats_global.layout, "");
+	stats_get_text(STATS_LAYOUT, buf, sizeof(buf));
+	CU_ASSERT_STRING_EQUAL(buf, "");
 }
 
 static void test_json_keys(void)
 {
 	static const char *const keys[][6] = {
 		{ "copies", "h2d_calls", "matched_calls", "passthrough_calls", "fallbacks", "graph_capture" },
+		{ "copies", "driver_calls", "batch_calls", "stood_down", NULL, NULL },
 		{ "bytes", "requested", "h2d", "served_from_pool", "captured", NULL },
 		{ "rows", "seen", "hits", "misses", "captured", "pooled" },
 		{ "pool", "budget", "bytes", "slabs", "evictions", "evicted_bytes" },
-		{ "pool", "oom_retries", "device_ops", NULL, NULL, NULL },
+		{ "pool", "oom_retries", "device_ops", "displaced_bytes", "displaced_slabs", "faults" },
+		{ "pool", "gather_launches", "stand_downs", NULL, NULL, NULL },
 		{ "probe", "free", "total", "reserve", "margin", NULL },
 		{ "time_ns", "fingerprint", "shim", NULL, NULL, NULL },
 		{ "allocs", "calls", NULL, NULL, NULL, NULL },
@@ -144,7 +184,328 @@ static void test_json_keys(void)
 			       "active");
 	CU_ASSERT(json_is_true(json_object_get(json_object_get(root, "probe"), "decided")));
 	CU_ASSERT(json_is_array(json_object_get(root, "sizes")));
+	CU_ASSERT_EQUAL(json_int_at(root, "copies", "stood_down"), 1000 + ST_STOOD_DOWN_CALLS);
+	CU_ASSERT_EQUAL(json_int_at(root, "pool", "stand_downs"), 1000 + ST_BACKOFF_EVENTS);
+	CU_ASSERT_EQUAL(json_int_at(root, "pool", "gather_launches"), 1000 + ST_GATHER_LAUNCHES);
 	json_decref(root);
+}
+
+/* Every key of the dump, with its type, null where nothing is known yet. */
+static void test_json_every_key_null_where_unknown(void)
+{
+	static const char *const top[] = { "vrampool", "pid", "rank", "host", "enabled", "mode", "final",
+					   "ended_by", "elapsed_s", "layout", "layout_source", "reason",
+					   "evidence", "suggest", "copies", "bytes", "rows", "pool", "probe",
+					   "time_ns", "whatif", "allocs", "sizes" };
+	json_t *root, *w, *curve, *pool;
+	size_t i;
+
+	whatif_reset();
+	stats_reset(1, "3072");
+	root = dump_json(77);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+	CU_ASSERT_EQUAL(json_object_size(root), sizeof(top) / sizeof(top[0]));
+	for (i = 0; i < sizeof(top) / sizeof(top[0]); i++)
+		CU_ASSERT_PTR_NOT_NULL(json_object_get(root, top[i]));
+	CU_ASSERT(json_is_null(json_object_get(root, "rank")));
+	CU_ASSERT(json_is_null(json_object_get(root, "host")));
+	CU_ASSERT(json_is_null(json_object_get(root, "ended_by")));
+	CU_ASSERT(json_is_null(json_object_get(root, "elapsed_s")));	/* no CUDA call yet */
+	CU_ASSERT(json_is_null(json_object_get(root, "layout_source")));
+	CU_ASSERT(json_is_null(json_object_get(root, "evidence")));
+	CU_ASSERT(json_is_null(json_object_get(root, "suggest")));
+	CU_ASSERT(json_is_false(json_object_get(root, "final")));
+	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "mode"), "on");
+	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "layout"), "3072");
+	/* dormant: the reason is never missing */
+	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "reason"), "no copy matched the layout");
+	pool = json_object_get(root, "pool");
+	CU_ASSERT_EQUAL(json_object_size(pool), 15);
+	CU_ASSERT(json_is_null(json_object_get(pool, "gather")));
+	CU_ASSERT(json_is_false(json_object_get(pool, "stood_down")));
+	CU_ASSERT_EQUAL(json_object_size(json_object_get(root, "copies")), 8);
+	w = json_object_get(root, "whatif");
+	CU_ASSERT_EQUAL(json_object_size(w), 5);
+	CU_ASSERT_EQUAL(json_int_at(w, NULL, "unique_bytes"), 0);
+	CU_ASSERT_EQUAL(json_int_at(w, NULL, "repeat_bytes"), 0);
+	CU_ASSERT_EQUAL(json_int_at(w, NULL, "tracked_rows"), 0);
+	CU_ASSERT(json_is_false(json_object_get(w, "sampled")));
+	curve = json_object_get(w, "curve");
+	CU_ASSERT_EQUAL(json_array_size(curve), 1);
+	CU_ASSERT_EQUAL(json_integer_value(json_array_get(json_array_get(curve, 0), 0)), 0);
+	json_decref(root);
+}
+
+static void test_json_who_and_when(void)
+{
+	struct stats_dump d = { .pid = 5, .rank = "3", .host = "node\x01", .final = 1, .ended_by = "SIGTERM" };
+	json_t *root;
+	double e;
+
+	whatif_reset();
+	stats_reset(0, "");
+	stats_set_mode(STATS_MODE_DRY);
+	stats_mark_used();
+	usleep(20000);
+	root = dump_json_d(&d);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "rank"), "3");
+	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "host"), "node\x01");
+	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "mode"), "dry");
+	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "ended_by"), "SIGTERM");
+	CU_ASSERT(json_is_true(json_object_get(root, "final")));
+	CU_ASSERT(json_is_real(json_object_get(root, "elapsed_s")));
+	e = json_real_value(json_object_get(root, "elapsed_s"));
+	CU_ASSERT(e >= 0.02 && e < 60);
+	json_decref(root);
+}
+
+/* The dump's reason and the summary's agree; each state says why. */
+static void test_reason_falls_back(void)
+{
+	struct stats_dump bad = { .problem = "VRAMPOOL_SLAB='12Q' is not a size (expected e.g. 64M, 1G)" };
+	char buf[STATS_TEXT_MAX];
+	char *s;
+
+	whatif_reset();
+	stats_reset(0, "3072");
+	CU_ASSERT_STRING_EQUAL(stats_reason(NULL, buf, sizeof(buf)), "VRAMPOOL=off");
+	CU_ASSERT_STRING_EQUAL(stats_reason(&bad, buf, sizeof(buf)), bad.problem);
+	s = summary_d(&bad);
+	CU_ASSERT(strstr(s, "vrampool: pool off: VRAMPOOL_SLAB='12Q' is not a size") != NULL);
+	free(s);
+	stats_set_mode(STATS_MODE_DRY);
+	CU_ASSERT(strncmp(stats_reason(NULL, buf, sizeof(buf)), "VRAMPOOL=dry", 12) == 0);
+
+	stats_reset(1, "");
+	stats_set_state(POOL_OFF);
+	CU_ASSERT_STRING_EQUAL(stats_reason(NULL, buf, sizeof(buf)), "no VRAMPOOL_LAYOUT set");
+
+	stats_reset(1, "3072");
+	stats_add(ST_MATCHED_CALLS, 1);
+	CU_ASSERT(strstr(stats_reason(NULL, buf, sizeof(buf)), "VRAMPOOL_PROBE_AFTER") != NULL);
+	s = summary();
+	CU_ASSERT(strstr(s, "budget not decided") != NULL);
+	free(s);
+	atomic_store(&stats_global.probe_decided, 1);
+	stats_set(ST_PROBE_FREE, 600ULL << 20);
+	stats_set(ST_PROBE_TOTAL, 1ULL << 30);
+	stats_set(ST_PROBE_RESERVE, 96ULL << 20);
+	stats_set(ST_PROBE_MARGIN, 512ULL << 20);
+	CU_ASSERT_STRING_EQUAL(stats_reason(NULL, buf, sizeof(buf)),
+			       "the probe found 600.0 MiB free of 1.0 GiB: no room for one slab beside the "
+			       "reserve (96.0 MiB) and the margin (512.0 MiB)");
+	s = summary();
+	CU_ASSERT(strstr(s, "budget not decided") == NULL);
+	CU_ASSERT(strstr(s, "vrampool: pool dormant: the probe found 600.0 MiB free") != NULL);
+	free(s);
+
+	stats_set(ST_POOL_BUDGET, 1ULL << 30);
+	stats_set_state(POOL_FULL);
+	CU_ASSERT_STRING_EQUAL(stats_reason(NULL, buf, sizeof(buf)),
+			       "the budget of 1.0 GiB is full: rows past it cross PCIe");
+	stats_set_state(POOL_LATCHED);
+	stats_set(ST_POOL_EVICTIONS, 2);
+	CU_ASSERT(strstr(stats_reason(NULL, buf, sizeof(buf)), "2 slabs given back") != NULL);
+	stats_set_state(POOL_ACTIVE);
+	CU_ASSERT_PTR_NULL(stats_reason(NULL, buf, sizeof(buf)));
+	s = summary();
+	CU_ASSERT(strstr(s, "vrampool: pool ") == NULL);
+	free(s);
+	/* the pool's own reason wins, and reaches the summary cleaned of control characters */
+	stats_set_state(POOL_FULL);
+	stats_set_text(STATS_REASON, "budget of 8 GiB\033[2J is full");
+	CU_ASSERT_STRING_EQUAL(stats_reason(NULL, buf, sizeof(buf)), "budget of 8 GiB?[2J is full");
+	s = summary();
+	CU_ASSERT(strstr(s, "vrampool: pool full: budget of 8 GiB?[2J is full\n") != NULL);
+	CU_ASSERT(strchr(s, '\033') == NULL);
+	free(s);
+}
+
+/* Observes rows 0..n-1 e times (a dataset over e epochs) in the what-if module. */
+static void whatif_epochs(uint64_t n, unsigned e, uint64_t row)
+{
+	struct fp f;
+	uint64_t i;
+	unsigned k;
+
+	for (k = 0; k < e; k++)
+		for (i = 0; i < n; i++) {
+			f.lo = (i + 1) * 0x9E3779B97F4A7C15ULL;
+			f.hi = i;
+			whatif_observe(&f, NULL, 1, row, NULL);
+		}
+}
+
+static void test_summary_whatif(void)
+{
+	json_t *root, *curve, *last;
+	char *s;
+	size_t i;
+	int found = 0;
+
+	whatif_setup(0);
+	stats_reset(1, "3072");
+	stats_set_state(POOL_FULL);
+	stats_set(ST_POOL_BUDGET, 200 * 3072);
+	whatif_epochs(1000, 4, 3072);	/* U = 3000 KiB, R = 9000 KiB */
+	/* what a 200-row pool served: 3 later epochs of its 200 rows */
+	stats_add(ST_BYTES_SERVED, 3 * 200 * 3072);
+	s = summary();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	CU_ASSERT(strstr(s, "vrampool: a budget of 2.9 MiB would have served 75.0% (8.8 MiB of 11.7 MiB matched bytes)\n")
+		  != NULL);
+	free(s);
+	root = dump_json(1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+	CU_ASSERT_EQUAL(json_int_at(json_object_get(root, "whatif"), NULL, "unique_bytes"), 1000 * 3072);
+	CU_ASSERT_EQUAL(json_int_at(json_object_get(root, "whatif"), NULL, "repeat_bytes"), 3000 * 3072);
+	curve = json_object_get(json_object_get(root, "whatif"), "curve");
+	CU_ASSERT(json_array_size(curve) >= 16);
+	last = json_array_get(curve, json_array_size(curve) - 1);
+	CU_ASSERT_EQUAL(json_integer_value(json_array_get(last, 0)), 1000 * 3072);
+	CU_ASSERT_EQUAL(json_integer_value(json_array_get(last, 1)), 3000 * 3072);
+	for (i = 0; i < json_array_size(curve); i++)
+		if (json_integer_value(json_array_get(json_array_get(curve, i), 0)) == 200 * 3072) {
+			found = 1;
+			/* the point at the actual budget is what the pool served */
+			CU_ASSERT(json_integer_value(json_array_get(json_array_get(curve, i), 1)) >= 3 * 199 * 3072);
+			CU_ASSERT(json_integer_value(json_array_get(json_array_get(curve, i), 1)) <= 3 * 201 * 3072);
+		}
+	CU_ASSERT(found);
+	json_decref(root);
+
+	/* a budget above U that served less (copies before the probe): not the budget's doing */
+	stats_set(ST_POOL_BUDGET, 1ULL << 30);
+	s = summary();
+	CU_ASSERT(strstr(s, "vrampool: the budget held every repeated row") != NULL);
+	free(s);
+	stats_set(ST_POOL_BUDGET, 200 * 3072);
+
+	/* a run that got every repeat */
+	stats_add(ST_BYTES_SERVED, 3 * 800 * 3072);
+	s = summary();
+	CU_ASSERT(strstr(s, "vrampool: the budget held every repeated row") != NULL);
+	CU_ASSERT(strstr(s, "would have served") == NULL);
+	free(s);
+
+	/* nothing repeated */
+	whatif_reset();
+	whatif_epochs(100, 1, 3072);
+	s = summary();
+	CU_ASSERT(strstr(s, "vrampool: no matched row repeated") != NULL);
+	free(s);
+	whatif_reset();
+}
+
+static void test_summary_auto_and_stood_down(void)
+{
+	char *s;
+
+	whatif_reset();
+	stats_reset(1, "3072");
+	stats_set_state(POOL_ACTIVE);
+	stats_set_text(STATS_LAYOUT_SOURCE, "auto");
+	stats_set_text(STATS_EVIDENCE, "rows of 3072 bytes repeated in 96%% of sampled rows over 33 copies");
+	s = summary();
+	CU_ASSERT(strstr(s, "vrampool: layout found from the copies' content: 3072; rows of 3072 bytes "
+			 "repeated in 96% of sampled rows over 33 copies\n") != NULL);
+	CU_ASSERT(strstr(s, "stood down") == NULL);
+	free(s);
+
+	stats_reset(1, "auto");
+	stats_set_state(POOL_DORMANT);
+	stats_set_text(STATS_EVIDENCE, "no row size repeated in 64 copies");
+	s = summary();
+	CU_ASSERT(strstr(s, "vrampool: VRAMPOOL_LAYOUT=auto found no layout: no row size repeated in 64 copies\n")
+		  != NULL);
+	free(s);
+
+	stats_reset(1, "3072");
+	stats_add(ST_MATCHED_CALLS, 40);
+	stats_add(ST_STOOD_DOWN_CALLS, 30);
+	stats_add(ST_BACKOFF_EVENTS, 1);
+	s = summary();
+	CU_ASSERT(strstr(s, "vrampool: rows did not repeat: pooling stood down after 10 copies; host-side "
+			 "random augmentation makes every epoch unique\n") != NULL);
+	free(s);
+	stats_reset(1, "3072");
+	atomic_store(&stats_global.stood_down, 1);
+	s = summary();
+	CU_ASSERT(strstr(s, "rows did not repeat") != NULL);
+	free(s);
+}
+
+static void test_summary_suggests_from_evidence(void)
+{
+	char *s;
+
+	whatif_reset();
+	stats_reset(1, "");
+	note(64 * 3072, 100);
+	stats_set_text(STATS_EVIDENCE, "rows of 3072 bytes repeated in 97%% of sampled rows");
+	stats_set_text(STATS_SUGGEST, "3072");
+	s = summary();
+	CU_ASSERT(strstr(s, "vrampool: no VRAMPOOL_LAYOUT set; rows of 3072 bytes repeated in 97% of sampled rows; "
+			 "try VRAMPOOL_LAYOUT=3072\n") != NULL);
+	CU_ASSERT(strstr(s, "most bytes first") == NULL);
+	free(s);
+	stats_set_text(STATS_SUGGEST, "%s", "");
+	stats_set_text(STATS_EVIDENCE, "no row size repeated");
+	s = summary();
+	CU_ASSERT(strstr(s, "vrampool: no VRAMPOOL_LAYOUT set; no row size repeated\n") != NULL);
+	free(s);
+}
+
+/* A summary that does not fit ends at a line's end. */
+static void test_summary_cut_at_a_line(void)
+{
+	char buf[150];
+	int n;
+
+	whatif_reset();
+	stats_reset(1, "3072");
+	stats_add(ST_H2D_CALLS, 12000);
+	n = stats_format_summary(buf, sizeof(buf), NULL);
+	CU_ASSERT(n > 0 && n < (int)sizeof(buf));
+	CU_ASSERT_EQUAL((int)strlen(buf), n);
+	CU_ASSERT_EQUAL(buf[n - 1], '\n');
+	CU_ASSERT(stats_format_json(buf, sizeof(buf), NULL) == -ENOSPC);
+}
+
+#define TEXT_ROUNDS 20000
+
+static const char text_a[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+static const char text_b[] = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+static void *text_writer(void *arg)
+{
+	int i;
+
+	(void)arg;
+	for (i = 0; i < TEXT_ROUNDS; i++)
+		stats_set_text(STATS_EVIDENCE, "%s", i % 2 ? text_a : text_b);
+	return NULL;
+}
+
+/* Text fields read without a lock are never a mix of two values. */
+static void test_text_read_while_written(void)
+{
+	char buf[STATS_TEXT_MAX];
+	pthread_t t;
+	int i, mixed = 0;
+
+	stats_reset(1, "3072");
+	stats_set_text(STATS_EVIDENCE, "%s", text_a);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, text_writer, NULL), 0);
+	for (i = 0; i < TEXT_ROUNDS; i++) {
+		stats_get_text(STATS_EVIDENCE, buf, sizeof(buf));
+		mixed += strcmp(buf, text_a) != 0 && strcmp(buf, text_b) != 0;
+	}
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(mixed, 0);
+	stats_get_text(STATS_EVIDENCE, buf, 8);
+	CU_ASSERT_EQUAL(strlen(buf), 7);
 }
 
 static void test_json_disabled_without_layout(void)
@@ -260,15 +621,6 @@ static void test_summary_pass_through(void)
 	free(s);
 }
 
-/* Records calls copies of size bytes. */
-static void note(uint64_t size, int calls)
-{
-	int i;
-
-	for (i = 0; i < calls; i++)
-		stats_note_size(size);
-}
-
 static void test_summary_suggests_largest(void)
 {
 	char *s;
@@ -317,115 +669,6 @@ static void test_summary_nothing_seen(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
 	CU_ASSERT(strstr(s, "no host-to-device copy seen") != NULL);
 	free(s);
-}
-
-/* Returns the inode of path, or 0. */
-static ino_t inode_of(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 ? st.st_ino : 0;
-}
-
-/* Runs stats_exit_report with fd 2 captured into out. */
-static void exit_report_captured(int quiet, const char *path, char *out, size_t len)
-{
-	FILE *tmp = tmpfile();
-	int saved;
-	size_t n;
-
-	out[0] = '\0';
-	CU_ASSERT_PTR_NOT_NULL_FATAL(tmp);
-	fflush(stderr);
-	saved = dup(STDERR_FILENO);
-	dup2(fileno(tmp), STDERR_FILENO);
-	stats_exit_report(quiet, path);
-	fflush(stderr);
-	dup2(saved, STDERR_FILENO);
-	close(saved);
-	rewind(tmp);
-	n = fread(out, 1, len - 1, tmp);
-	out[n] = '\0';
-	fclose(tmp);
-}
-
-static void test_exit_report_not_when_unused(void)
-{
-	char path[128], out[1024];
-
-	snprintf(path, sizeof(path), "%s/unused.json", tmpdir);
-	stats_reset(1, "3072");
-	stats_add(ST_H2D_CALLS, 1);
-	exit_report_captured(0, path, out, sizeof(out));
-	CU_ASSERT_STRING_EQUAL(out, "");
-	CU_ASSERT_EQUAL(access(path, F_OK), -1);
-}
-
-static void test_exit_report_once_by_rename(void)
-{
-	char path[128], tmp[160], out[4096];
-	json_error_t jerr;
-	json_t *root;
-	ino_t before;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/stats.json", tmpdir);
-	f = fopen(path, "w");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	fputs("old\n", f);
-	fclose(f);
-	before = inode_of(path);
-
-	stats_reset(1, "3072");
-	stats_mark_used();
-	stats_add(ST_H2D_CALLS, 5);
-	exit_report_captured(0, path, out, sizeof(out));
-	CU_ASSERT(strstr(out, "vrampool: 5 host-to-device copies") != NULL);
-	CU_ASSERT(inode_of(path) != before);	/* replaced by rename, not rewritten */
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-	CU_ASSERT_EQUAL(access(tmp, F_OK), -1);
-	root = json_load_file(path, 0, &jerr);
-	CU_ASSERT_PTR_NOT_NULL(root);
-	if (root) {
-		CU_ASSERT_EQUAL(json_int_at(root, "copies", "h2d_calls"), 5);
-		CU_ASSERT_EQUAL(json_int_at(root, NULL, "pid"), getpid());
-		json_decref(root);
-	}
-
-	/* A second report does nothing: the file and stderr stay as they are. */
-	before = inode_of(path);
-	stats_add(ST_H2D_CALLS, 1);
-	exit_report_captured(0, path, out, sizeof(out));
-	CU_ASSERT_STRING_EQUAL(out, "");
-	CU_ASSERT_EQUAL(inode_of(path), before);
-	unlink(path);
-}
-
-static void test_exit_report_expands_pid_and_quiet(void)
-{
-	char pattern[128], path[128], out[1024];
-
-	snprintf(pattern, sizeof(pattern), "%s/s-%%p.json", tmpdir);
-	snprintf(path, sizeof(path), "%s/s-%ld.json", tmpdir, (long)getpid());
-	stats_reset(1, "3072");
-	stats_mark_used();
-	exit_report_captured(1, pattern, out, sizeof(out));
-	CU_ASSERT_STRING_EQUAL(out, "");
-	CU_ASSERT_EQUAL(access(path, R_OK), 0);
-	unlink(path);
-}
-
-static void test_exit_report_write_failure(void)
-{
-	char path[128], out[1024];
-
-	snprintf(path, sizeof(path), "%s/missing-dir/stats.json", tmpdir);
-	stats_reset(1, "3072");
-	stats_mark_used();
-	exit_report_captured(1, path, out, sizeof(out));
-	CU_ASSERT(strncmp(out, "vrampool: could not write the stats to ", 39) == 0);
-	CU_ASSERT(strstr(out, "missing-dir") != NULL);
-	CU_ASSERT(strchr(out, '\n') == out + strlen(out) - 1);
 }
 
 #define ADD_THREADS 4
@@ -527,7 +770,7 @@ int main(void)
 
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 2;
-	s = CU_add_suite("stats", suite_init, suite_clean);
+	s = CU_add_suite("stats", NULL, NULL);
 	CU_add_test(s, "counters add, subtract, set and reset", test_counters);
 	CU_add_test(s, "the JSON dump parses and has every key of DESIGN.md", test_json_keys);
 	CU_add_test(s, "a disabled run without layout dumps false and null", test_json_disabled_without_layout);
@@ -539,11 +782,17 @@ int main(void)
 	CU_add_test(s, "without a layout the size with most bytes is suggested", test_summary_suggests_largest);
 	CU_add_test(s, "full and partial batches of one row suggest that row", test_summary_suggests_common_row);
 	CU_add_test(s, "without copies the summary says none was seen", test_summary_nothing_seen);
-	CU_add_test(s, "an unused process reports nothing", test_exit_report_not_when_unused);
-	CU_add_test(s, "the exit report runs once and renames its dump into place", test_exit_report_once_by_rename);
-	CU_add_test(s, "%p in the dump path is the pid and quiet hides the summary",
-		    test_exit_report_expands_pid_and_quiet);
-	CU_add_test(s, "a dump that cannot be written costs one log line", test_exit_report_write_failure);
+	CU_add_test(s, "every key of the dump is there with its type, null where unknown",
+		    test_json_every_key_null_where_unknown);
+	CU_add_test(s, "the dump carries rank, host, mode, final, ended_by and elapsed seconds", test_json_who_and_when);
+	CU_add_test(s, "an off, dormant, full or latched pool says why, in the dump and the summary alike",
+		    test_reason_falls_back);
+	CU_add_test(s, "the what-if line says what a bigger budget would have served, or that it held all",
+		    test_summary_whatif);
+	CU_add_test(s, "the summary gives the automatic layout's evidence and a stand-down", test_summary_auto_and_stood_down);
+	CU_add_test(s, "without a layout the evidence's suggestion comes first", test_summary_suggests_from_evidence);
+	CU_add_test(s, "a summary too long for its buffer ends at a line's end", test_summary_cut_at_a_line);
+	CU_add_test(s, "a text field read while another thread writes it is never a mix", test_text_read_while_written);
 	CU_add_test(s, "four threads adding at once sum exactly", test_concurrent_adds);
 	CU_add_test(s, "byte counts are formatted in binary units with one decimal", test_log_bytes);
 	CU_add_test(s, "a log line is one prefixed line, cut short when too long", test_log_line_is_one_write);

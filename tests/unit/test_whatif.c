@@ -1,0 +1,418 @@
+/*
+ * Unit tests of shim/whatif: the what-if curve against brute-force truth
+ * (a simulation of fill-until-full admission in first-seen order), under
+ * reshuffle and under skewed reuse, fed by misses (whatif_observe) and by
+ * pool hits (whatif_repeat), exact below the memory cap and sampled past
+ * it, from several threads at once.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CUnit/Basic.h>
+
+#include "whatif.h"
+
+#define ROW 3072ULL
+#define BATCH 64
+
+static uint64_t splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	return z ^ (z >> 31);
+}
+
+/* The fingerprint of row id: what the shim's keyed hash would give, random-looking. */
+static struct fp row_fp(uint64_t id)
+{
+	uint64_t s = id * 2 + 1;
+	struct fp f;
+
+	f.lo = splitmix64(&s);
+	f.hi = splitmix64(&s);
+	return f;
+}
+
+/* Fills ids with 0..n-1 in a seeded random order. */
+static void shuffle(uint64_t *ids, uint64_t n, uint64_t *seed)
+{
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		ids[i] = i;
+	for (i = n - 1; i > 0; i--) {
+		uint64_t j = splitmix64(seed) % (i + 1), t = ids[i];
+
+		ids[i] = ids[j];
+		ids[j] = t;
+	}
+}
+
+/* Observes the rows ids[0..n) in batches of BATCH, as the pool's misses would come. */
+static void observe_ids(const uint64_t *ids, uint64_t n, uint64_t *pos_out)
+{
+	struct fp fps[BATCH];
+	uint64_t i, k, m;
+
+	for (i = 0; i < n; i += m) {
+		m = n - i < BATCH ? n - i : BATCH;
+		for (k = 0; k < m; k++)
+			fps[k] = row_fp(ids[i + k]);
+		whatif_observe(fps, NULL, m, ROW, pos_out ? pos_out + i : NULL);
+	}
+}
+
+/*
+ * Brute force: the bytes a pool of budget b would have served for the
+ * sighting sequence ids[0..n) of rows with ids below nids.
+ */
+static uint64_t truth_served(const uint64_t *ids, uint64_t n, uint64_t nids, uint64_t b)
+{
+	uint64_t *pos = calloc(nids, sizeof(*pos));
+	uint64_t u = 0, served = 0, i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pos);
+	for (i = 0; i < n; i++) {
+		if (pos[ids[i]] == 0) {
+			u += ROW;
+			pos[ids[i]] = u;
+		} else if (pos[ids[i]] <= b) {
+			served += ROW;
+		}
+	}
+	free(pos);
+	return served;
+}
+
+/* Checks the shape every snapshot has: 0 first, U last, increasing budgets, non-decreasing served. */
+static void check_shape(const struct whatif_snapshot *s)
+{
+	int i;
+
+	CU_ASSERT(s->npoints >= 16);
+	CU_ASSERT_EQUAL(s->budget[0], 0);
+	CU_ASSERT_EQUAL(s->served[0], 0);
+	CU_ASSERT_EQUAL(s->budget[s->npoints - 1], s->unique_bytes);
+	for (i = 1; i < s->npoints; i++) {
+		CU_ASSERT(s->budget[i] > s->budget[i - 1]);
+		CU_ASSERT(s->served[i] >= s->served[i - 1]);
+	}
+}
+
+/* |a - b| <= tol * scale */
+static int near(double a, double b, double tol, double scale)
+{
+	double d = a > b ? a - b : b - a;
+
+	return d <= tol * scale;
+}
+
+/* N distinct rows seen in E reshuffled epochs; returns the sighting sequence (caller frees). */
+static uint64_t *epochs(uint64_t n, unsigned e, uint64_t seed)
+{
+	uint64_t *ids = malloc(n * e * sizeof(*ids));
+	unsigned k;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ids);
+	for (k = 0; k < e; k++)
+		shuffle(ids + (uint64_t)k * n, n, &seed);
+	return ids;
+}
+
+static void test_reshuffle_exact(void)
+{
+	const uint64_t n = 10000;
+	const unsigned e = 4;
+	uint64_t *ids = epochs(n, e, 42);
+	uint64_t matched = n * e * ROW, half;
+	struct whatif_snapshot s;
+
+	whatif_setup(0);
+	observe_ids(ids, n * e, NULL);
+	whatif_snapshot(&s, 0);
+	check_shape(&s);
+	CU_ASSERT_FALSE(s.sampled);
+	CU_ASSERT_EQUAL(s.tracked_rows, n);
+	CU_ASSERT_EQUAL(s.unique_bytes, n * ROW);
+	CU_ASSERT_EQUAL(s.repeat_bytes, (e - 1) * n * ROW);
+	CU_ASSERT_EQUAL(s.unique_bytes + s.repeat_bytes, matched);
+	/* the whole unique set serves (E-1)/E of the matched bytes */
+	CU_ASSERT_EQUAL(s.served[s.npoints - 1], matched / e * (e - 1));
+	CU_ASSERT_EQUAL(whatif_served_at(s.unique_bytes), matched / e * (e - 1));
+	/* half of it about half that */
+	half = whatif_served_at(s.unique_bytes / 2);
+	CU_ASSERT(near((double)half, (double)s.repeat_bytes / 2, 0.01, (double)s.repeat_bytes));
+	CU_ASSERT_EQUAL(whatif_served_at(0), 0);
+	CU_ASSERT_EQUAL(whatif_served_at(UINT64_MAX), s.repeat_bytes);
+	free(ids);
+}
+
+static void test_curve_matches_brute_force(void)
+{
+	const uint64_t nids = 5000, n = 60000;
+	uint64_t *ids = malloc(n * sizeof(*ids)), seed = 7, i;
+	struct whatif_snapshot s;
+	int k;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ids);
+	/* skewed reuse: small ids come back far more often than large ones */
+	for (i = 0; i < n; i++) {
+		uint64_t r = splitmix64(&seed) % nids;
+
+		ids[i] = r * (splitmix64(&seed) % nids) / nids;
+	}
+	whatif_setup(0);
+	observe_ids(ids, n, NULL);
+	whatif_snapshot(&s, 0);
+	check_shape(&s);
+	CU_ASSERT_EQUAL(s.unique_bytes + s.repeat_bytes, n * ROW);
+	for (k = 0; k < s.npoints; k++) {
+		uint64_t t = truth_served(ids, n, nids, s.budget[k]);
+
+		if (!near((double)s.served[k], (double)t, 0.01, (double)s.repeat_bytes))
+			fprintf(stdout, "\n  budget %llu: curve %llu, truth %llu\n",
+				(unsigned long long)s.budget[k], (unsigned long long)s.served[k],
+				(unsigned long long)t);
+		CU_ASSERT(near((double)s.served[k], (double)t, 0.01, (double)s.repeat_bytes));
+	}
+	CU_ASSERT_EQUAL(s.served[s.npoints - 1], truth_served(ids, n, nids, s.unique_bytes));
+	free(ids);
+}
+
+/*
+ * A pool holding the rows of the first half of the positions serves them
+ * (whatif_repeat with the positions observe handed out); the rest come as
+ * misses. The figures equal those of a run where every row was observed.
+ */
+static void test_hits_and_misses_agree(void)
+{
+	const uint64_t n = 4000;
+	const unsigned e = 3;
+	uint64_t *ids = epochs(n, e, 99), *pos = calloc(n, sizeof(*pos)), *first = calloc(n, sizeof(*first));
+	struct whatif_snapshot all, mixed;
+	struct fp f;
+	uint64_t i, budget;
+	int k;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pos);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(first);
+	whatif_setup(0);
+	observe_ids(ids, n * e, NULL);
+	whatif_snapshot(&all, 0);
+
+	whatif_reset();
+	observe_ids(ids, n, first);	/* epoch 1: all new; the pool keeps their positions */
+	for (i = 0; i < n; i++)
+		pos[ids[i]] = first[i];
+	budget = n * ROW / 2;
+	for (i = n; i < n * e; i++) {
+		if (pos[ids[i]] <= budget) {
+			whatif_repeat(pos[ids[i]], ROW);	/* a hit */
+		} else {
+			f = row_fp(ids[i]);
+			whatif_observe(&f, NULL, 1, ROW, NULL);
+		}
+	}
+	whatif_snapshot(&mixed, budget);
+	CU_ASSERT_EQUAL(mixed.unique_bytes, all.unique_bytes);
+	CU_ASSERT_EQUAL(mixed.repeat_bytes, all.repeat_bytes);
+	CU_ASSERT_EQUAL(mixed.npoints, all.npoints + 1);
+	for (k = 0; k < mixed.npoints; k++)
+		CU_ASSERT_EQUAL(mixed.served[k], whatif_served_at(mixed.budget[k]));
+	/* the point at the actual budget is what the pool served: every repeat of its rows */
+	for (k = 0; k < mixed.npoints && mixed.budget[k] != budget; k++)
+		;
+	CU_ASSERT_FATAL(k < mixed.npoints);
+	CU_ASSERT(near((double)mixed.served[k], (double)((e - 1) * budget), 0.002, (double)all.repeat_bytes));
+	free(ids);
+	free(pos);
+	free(first);
+}
+
+static void test_sampled_past_the_cap(void)
+{
+	const uint64_t n = 100000;
+	const unsigned e = 3;
+	uint64_t *ids = epochs(n, e, 5);
+	double matched = (double)(n * e * ROW), want = matched * (e - 1) / e;
+	struct whatif_snapshot s;
+
+	whatif_setup(64 << 10);		/* 4096 entries: past 2048 rows the rate halves */
+	observe_ids(ids, n * e, NULL);
+	whatif_snapshot(&s, 0);
+	check_shape(&s);
+	CU_ASSERT_TRUE(s.sampled);
+	CU_ASSERT(s.tracked_rows <= 2048);
+	CU_ASSERT(s.tracked_rows >= 512);
+	CU_ASSERT(near((double)s.unique_bytes, (double)(n * ROW), 0.05, (double)(n * ROW)));
+	CU_ASSERT(near((double)s.served[s.npoints - 1], want, 0.05, want));
+	CU_ASSERT(near((double)whatif_served_at(s.unique_bytes / 2), want / 2, 0.05, want));
+	/* the matched bytes estimate holds too */
+	CU_ASSERT(near((double)(s.unique_bytes + s.repeat_bytes), matched, 0.05, matched));
+	free(ids);
+}
+
+/* A row is tracked by its content: its repeats are counted, sampled or not. */
+static void test_sampling_is_consistent(void)
+{
+	const uint64_t n = 20000;
+	uint64_t *ids = epochs(n, 1, 3), *pos1 = calloc(n, sizeof(*pos1)), *pos2 = calloc(n, sizeof(*pos2));
+	uint64_t i, same = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pos1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pos2);
+	whatif_setup(WHATIF_MIN_MEM);
+	observe_ids(ids, n, pos1);
+	observe_ids(ids, n, pos2);
+	for (i = 0; i < n; i++)
+		same += pos1[i] == pos2[i];
+	/* the rows still tracked at the end get the same position the second time */
+	CU_ASSERT(same >= 100);
+	free(ids);
+	free(pos1);
+	free(pos2);
+}
+
+static void test_extra_point(void)
+{
+	uint64_t *ids = epochs(1000, 2, 11);
+	struct whatif_snapshot s;
+	uint64_t u;
+	int k, found = 0;
+
+	whatif_setup(0);
+	observe_ids(ids, 2000, NULL);
+	whatif_snapshot(&s, 0);
+	u = s.unique_bytes;
+	CU_ASSERT_EQUAL(s.npoints, WHATIF_POINTS);
+	whatif_snapshot(&s, u / 3 + 1);
+	check_shape(&s);
+	CU_ASSERT_EQUAL(s.npoints, WHATIF_POINTS + 1);
+	for (k = 0; k < s.npoints; k++)
+		found += s.budget[k] == u / 3 + 1;
+	CU_ASSERT_EQUAL(found, 1);
+	whatif_snapshot(&s, u * 2);	/* past U: the curve ends at U */
+	CU_ASSERT_EQUAL(s.npoints, WHATIF_POINTS);
+	whatif_snapshot(&s, u);
+	CU_ASSERT_EQUAL(s.npoints, WHATIF_POINTS);
+	free(ids);
+}
+
+static void test_empty_and_skipped(void)
+{
+	struct whatif_snapshot s;
+	struct fp f[3] = { row_fp(1), row_fp(2), row_fp(1) };
+	uint8_t skip[3] = { 0, 1, 0 };
+	uint64_t pos[3] = { 9, 9, 9 };
+
+	whatif_setup(0);
+	whatif_snapshot(&s, 1000);
+	CU_ASSERT_EQUAL(s.npoints, 1);
+	CU_ASSERT_EQUAL(s.budget[0], 0);
+	CU_ASSERT_EQUAL(s.unique_bytes, 0);
+	CU_ASSERT_EQUAL(s.repeat_bytes, 0);
+
+	whatif_observe(f, skip, 3, 100, pos);
+	CU_ASSERT_EQUAL(pos[0], 100);
+	CU_ASSERT_EQUAL(pos[1], 0);
+	CU_ASSERT_EQUAL(pos[2], 100);	/* the same row, seen again in the same copy */
+	whatif_snapshot(&s, 0);
+	CU_ASSERT_EQUAL(s.unique_bytes, 100);
+	CU_ASSERT_EQUAL(s.repeat_bytes, 100);
+	CU_ASSERT_EQUAL(s.tracked_rows, 1);
+
+	/* an unknown position counts from one byte up */
+	whatif_repeat(0, 50);
+	CU_ASSERT_EQUAL(whatif_served_at(0), 0);
+	CU_ASSERT_EQUAL(whatif_served_at(1), 50);
+	CU_ASSERT_EQUAL(whatif_served_at(100), 150);
+
+	whatif_reset();
+	whatif_snapshot(&s, 0);
+	CU_ASSERT_EQUAL(s.unique_bytes, 0);
+	CU_ASSERT_EQUAL(s.repeat_bytes, 0);
+	CU_ASSERT_EQUAL(s.tracked_rows, 0);
+	CU_ASSERT_EQUAL(whatif_served_at(UINT64_MAX), 0);
+}
+
+static void test_huge_positions(void)
+{
+	struct fp f = row_fp(77);
+
+	whatif_setup(0);
+	whatif_observe(&f, NULL, 1, 1ULL << 62, NULL);
+	whatif_observe(&f, NULL, 1, 1ULL << 62, NULL);
+	CU_ASSERT_EQUAL(whatif_served_at((1ULL << 62) - 1), 0);
+	/* the last position handed out bounds its bucket */
+	CU_ASSERT_EQUAL(whatif_served_at(1ULL << 62), 1ULL << 62);
+	whatif_repeat(UINT64_MAX, 1);
+	CU_ASSERT_EQUAL(whatif_served_at(UINT64_MAX), (1ULL << 62) + 1);
+}
+
+#define OBS_THREADS 4
+#define OBS_ROWS 20000
+
+static void *observer(void *arg)
+{
+	uint64_t seed = (uint64_t)(uintptr_t)arg, *ids = malloc(OBS_ROWS * sizeof(*ids)), i;
+
+	if (!ids)
+		return NULL;
+	shuffle(ids, OBS_ROWS, &seed);
+	observe_ids(ids, OBS_ROWS, NULL);
+	for (i = 0; i < OBS_ROWS; i++)
+		whatif_repeat(i * ROW + ROW, 1);
+	free(ids);
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	pthread_t t[OBS_THREADS];
+	struct whatif_snapshot s;
+	int i;
+
+	whatif_setup(0);
+	for (i = 0; i < OBS_THREADS; i++)
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, observer, (void *)(uintptr_t)(i + 1)), 0);
+	for (i = 0; i < OBS_THREADS; i++)
+		pthread_join(t[i], NULL);
+	whatif_snapshot(&s, 0);
+	CU_ASSERT_EQUAL(s.tracked_rows, OBS_ROWS);
+	CU_ASSERT_EQUAL(s.unique_bytes, OBS_ROWS * ROW);
+	CU_ASSERT_EQUAL(s.repeat_bytes, (OBS_THREADS - 1) * OBS_ROWS * ROW + OBS_THREADS * OBS_ROWS);
+	CU_ASSERT_EQUAL(s.served[s.npoints - 1], s.repeat_bytes);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	int failures;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	s = CU_add_suite("whatif", NULL, NULL);
+	CU_add_test(s, "under reshuffle the unique set serves (E-1)/E and half of it about half that",
+		    test_reshuffle_exact);
+	CU_add_test(s, "every point of the curve agrees with a brute-force simulation", test_curve_matches_brute_force);
+	CU_add_test(s, "pool hits at their kept positions count as observed repeats would",
+		    test_hits_and_misses_agree);
+	CU_add_test(s, "past the memory cap rows are sampled and the figures stay within a few percent",
+		    test_sampled_past_the_cap);
+	CU_add_test(s, "a sampled row keeps its position when it comes back", test_sampling_is_consistent);
+	CU_add_test(s, "the actual budget is an extra point only inside (0, U)", test_extra_point);
+	CU_add_test(s, "an empty module has one point, skipped rows count nothing", test_empty_and_skipped);
+	CU_add_test(s, "positions near 2^64 fall in the top buckets", test_huge_positions);
+	CU_add_test(s, "threads observing the same rows count each once as unique", test_threads);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failures = (int)CU_get_number_of_failures();
+	whatif_reset();
+	CU_cleanup_registry();
+	return failures ? 1 : 0;
+}
