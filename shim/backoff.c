@@ -15,6 +15,7 @@ static void backoff_resume(struct backoff *b)
 	b->skipped = 0;
 	b->sample_rows = 0;
 	b->sample_hits = 0;
+	b->repeats = 0;
 }
 
 enum backoff_route backoff_route(struct backoff *b, int can_admit)
@@ -61,19 +62,27 @@ int backoff_full(struct backoff *b, int can_admit, uint64_t bytes, uint64_t hit_
 	return 0;
 }
 
-int backoff_sample(struct backoff *b, uint32_t rows, uint32_t hits)
+enum backoff_verdict backoff_sample(struct backoff *b, uint32_t rows, uint32_t hits, uint32_t repeats)
 {
+	uint64_t need = (uint64_t)BACKOFF_STALE_REPEATS << (b->refreshes < 16 ? b->refreshes : 16);
+
 	if (!b->down)
-		return 0;
+		return BACKOFF_STAY;
 	b->sample_rows += rows;
 	b->sample_hits += hits;
-	if (b->sample_rows < BACKOFF_RESUME_ROWS)
-		return 0;
-	if ((uint64_t)b->sample_hits * 16 >= b->sample_rows) {
-		backoff_resume(b);
-		return 1;
+	b->repeats += repeats;
+	if (b->sample_rows >= BACKOFF_RESUME_ROWS) {
+		if ((uint64_t)b->sample_hits * 16 >= b->sample_rows) {
+			backoff_resume(b);
+			return BACKOFF_RESUME;
+		}
+		b->sample_rows = 0;
+		b->sample_hits = 0;
 	}
-	b->sample_rows = 0;
-	b->sample_hits = 0;
-	return 0;
+	if (b->repeats >= need) {
+		backoff_resume(b);
+		b->refreshes++;
+		return BACKOFF_REFRESH;
+	}
+	return BACKOFF_STAY;
 }

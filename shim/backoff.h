@@ -15,6 +15,15 @@
  * epoch of a dataset that filled the pool part-way through the first, a
  * new phase, a dataset that does repeat after all), pooling resumes. A
  * pool that can admit again (after a device reset, say) resumes at once.
+ *
+ * A pool can also be full of rows that no longer come back (an epoch of
+ * augmented rows, then plain ones; a new dataset): then the sampled rows
+ * repeat among themselves (the pool keeps the fingerprints of its samples)
+ * but never hit. After BACKOFF_STALE_REPEATS such repeats the pool is
+ * refreshed: emptied, to fill again with the rows that do come back. Each
+ * refresh doubles the evidence the next one needs, so a pool too small to
+ * serve much does not churn.
+ *
  * The cost while stood down: two rows fingerprinted per copy at most.
  *
  * Pure state machine: the pool holds one per device, under its lock.
@@ -28,6 +37,7 @@
 #define BACKOFF_SAMPLE_EVERY 8          /* while down: one copy in this many is sampled */
 #define BACKOFF_SAMPLE_ROWS 16          /* rows fingerprinted in a sampled copy, at most */
 #define BACKOFF_RESUME_ROWS 32          /* sampled rows judged before resuming */
+#define BACKOFF_STALE_REPEATS 4         /* sampled rows seen again, never hit, before a refresh */
 
 struct backoff {
 	int down;                       /* pooling stood down */
@@ -35,7 +45,16 @@ struct backoff {
 	uint64_t win_bytes, win_hit_bytes;
 	uint32_t skipped;               /* copies passed straight since the last sample */
 	uint32_t sample_rows, sample_hits; /* the current judgement of samples */
+	uint32_t repeats;               /* sampled rows seen in an earlier sample since standing down */
+	uint32_t refreshes;             /* times the pool was emptied for rows that repeat */
 	uint64_t stand_downs;           /* times pooling stood down */
+};
+
+/* What a sample says. */
+enum backoff_verdict {
+	BACKOFF_STAY,                   /* still stood down */
+	BACKOFF_RESUME,                 /* rows hit again: pool */
+	BACKOFF_REFRESH,                /* rows repeat but the pool holds others: empty it, then pool */
 };
 
 enum backoff_route {
@@ -54,7 +73,11 @@ enum backoff_route backoff_route(struct backoff *b, int can_admit);
  */
 int backoff_full(struct backoff *b, int can_admit, uint64_t bytes, uint64_t hit_bytes);
 
-/* Records a sampled copy: rows looked up, hits found. Returns 1 when pooling just resumed. */
-int backoff_sample(struct backoff *b, uint32_t rows, uint32_t hits);
+/*
+ * Records a sampled copy: rows looked up, hits found in the pool, repeats
+ * (rows seen in an earlier sample). Returns the verdict; after RESUME or
+ * REFRESH pooling is back.
+ */
+enum backoff_verdict backoff_sample(struct backoff *b, uint32_t rows, uint32_t hits, uint32_t repeats);
 
 #endif

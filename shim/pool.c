@@ -36,6 +36,7 @@
 #define POOL_STREAMS 64         /* streams remembered for the reclaim fallback */
 #define POOL_RETRY_FIRST 2      /* matched copies before a failed allocation or probe is retried, doubled each time */
 #define POOL_RETRY_LIMIT 6      /* failed attempts before giving up for the run */
+#define POOL_SAMPLES_MAX 16384  /* sampled fingerprints kept while stood down */
 
 /* What the copy pipeline's steps return besides 0 and the program's own errors (positive). */
 enum pool_result {
@@ -76,6 +77,7 @@ struct pool {
 	uint64_t alloc_retry_at, probe_retry_at;
 	unsigned alloc_failures, probe_failures;
 	struct backoff backoff;
+	struct index samples;   /* fingerprints of rows sampled while stood down */
 	dev_event *free_events;
 	uint32_t nfree_events, free_events_cap;
 	dev_stream streams[POOL_STREAMS];       /* streams the pool put work on */
@@ -127,7 +129,8 @@ static struct pool *pool_new(int dev)
 	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pthread_rwlock_init(&p->evict_lock, &attr);
 	pthread_rwlockattr_destroy(&attr);
-	if (index_init(&p->ix, 0)) {
+	if (index_init(&p->ix, 0) || index_init(&p->samples, 0)) {
+		index_release(&p->ix);
 		free(p);
 		return NULL;
 	}
@@ -146,6 +149,16 @@ static void pool_set_state(struct pool *p, enum pool_state s)
 	stats_set_state(s);
 }
 
+/* The slabs allocated now (ids of freed slabs are not reused). */
+static uint32_t pool_live_slabs(const struct pool *p)
+{
+	uint32_t n = 0;
+
+	for (uint32_t id = 0; id < p->nslabs; id++)
+		n += p->slabs[id] != NULL;
+	return n;
+}
+
 /* Takes a retired pool's slabs out of the gauges; its memory died with its context. */
 static void pool_retire(struct pool *p)
 {
@@ -156,10 +169,10 @@ static void pool_retire(struct pool *p)
 		if (p->slabs[id])
 			pooled += p->slabs[id]->pooled_rows;
 	stats_sub(ST_POOL_BYTES, p->bytes);
-	stats_sub(ST_POOL_SLABS, p->nslabs);
+	stats_sub(ST_POOL_SLABS, pool_live_slabs(p));
 	stats_sub(ST_ROWS_POOLED, pooled);
 	log_verbose("device %d was reset: its %u slabs are gone; a new pool starts dormant",
-		    p->dev, p->nslabs);
+		    p->dev, pool_live_slabs(p));
 	p->retired = 1;
 	p->state = POOL_OFF;
 	pthread_mutex_unlock(&p->mu);
@@ -609,10 +622,10 @@ static int pool_plan(struct pool_copy_ctx *x)
 		char b1[32], b2[32];
 
 		pool_set_state(p, POOL_FULL);
-		stats_set_text(STATS_REASON, "full: %s of budget %s in %u slabs holds every row it could "
-			       "admit", log_bytes(b1, sizeof(b1), p->bytes),
-			       log_bytes(b2, sizeof(b2), p->budget), p->nslabs);
-		log_verbose("pool full: %s in %u slabs of budget %s", b1, p->nslabs, b2);
+		stats_set_text(STATS_REASON, "%s of budget %s in %u slabs holds every row it could admit",
+			       log_bytes(b1, sizeof(b1), p->bytes), log_bytes(b2, sizeof(b2), p->budget),
+			       pool_live_slabs(p));
+		log_verbose("pool full: %s in %u slabs of budget %s", b1, pool_live_slabs(p), b2);
 	}
 	return err;
 }
@@ -941,7 +954,7 @@ static int pool_copy_observe(struct pool_copy_ctx *x)
  * A copy sampled while pooling stood down: a few rows fingerprinted and
  * looked up, then the plain copy. Returns its result; *hits the rows found.
  */
-static int pool_copy_sample(struct pool_copy_ctx *x, uint32_t *rows, uint32_t *hits)
+static int pool_copy_sample(struct pool_copy_ctx *x, uint32_t *rows, uint32_t *hits, uint32_t *repeats)
 {
 	uint64_t step = x->nrows > BACKOFF_SAMPLE_ROWS ? x->nrows / BACKOFF_SAMPLE_ROWS : 1;
 	struct fp fps[BACKOFF_SAMPLE_ROWS];
@@ -951,13 +964,19 @@ static int pool_copy_sample(struct pool_copy_ctx *x, uint32_t *rows, uint32_t *h
 
 	for (uint64_t i = 0; i < x->nrows && n < BACKOFF_SAMPLE_ROWS; i += step)
 		fps[n++] = fingerprint_one((const unsigned char *)x->r->src + i * x->r->row, x->r->row);
+	*rows = n;
+	*hits = *repeats = 0;
 	pthread_mutex_lock(&x->p->mu);
 	index_lookup_many(&x->p->ix, fps, n, vals, found);
-	pthread_mutex_unlock(&x->p->mu);
-	*rows = n;
-	*hits = 0;
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
 		*hits += found[i];
+		/* Seen in an earlier sample: the rows repeat, whatever the pool holds. */
+		if (index_lookup(&x->p->samples, &fps[i], &vals[i]) == 0)
+			(*repeats)++;
+		else if (x->p->samples.count < POOL_SAMPLES_MAX)
+			index_insert(&x->p->samples, &fps[i], 1);
+	}
+	pthread_mutex_unlock(&x->p->mu);
 	return pool_copy_plain(x);
 }
 
@@ -1087,6 +1106,45 @@ static int pool_complete_sync(struct pool_copy_ctx *x)
 	return 0;
 }
 
+/*
+ * Empties a pool full of rows that no longer come back (backoff.h), so it
+ * fills again with the rows that do. Takes both locks.
+ */
+static void pool_refresh(struct pool *p)
+{
+	int freed = 0;
+
+	pthread_rwlock_wrlock(&p->evict_lock);
+	pthread_mutex_lock(&p->mu);
+	if (p->retired || p->state == POOL_LATCHED || pool_quiesce(p)) {
+		log_verbose("cannot empty the pool of device %d now", p->dev);
+		goto out;
+	}
+	for (int64_t id = (int64_t)p->nslabs - 1; id >= 0; id--) {
+		uint64_t bytes;
+
+		if (!p->slabs[id])
+			continue;
+		bytes = p->slabs[id]->bytes;
+		if (pool_evict_slab(p, (uint32_t)id, "refreshed") == 0) {
+			freed++;
+			stats_add(ST_POOL_EVICTIONS, 1);
+			stats_add(ST_POOL_EVICTED_BYTES, bytes);
+		}
+	}
+	index_release(&p->samples);
+	p->floor = 0;
+	p->displace = 0;
+	if (p->state == POOL_FULL)
+		pool_set_state(p, POOL_ACTIVE);
+	stats_set_text(STATS_REASON, "%s", "");
+	log_verbose("rows repeat but the pool held others that no longer come back: emptied %d slabs "
+		    "to admit the rows that do", freed);
+out:
+	pthread_mutex_unlock(&p->mu);
+	pthread_rwlock_unlock(&p->evict_lock);
+}
+
 /* The full path: fingerprint, plan, issue, publish. Returns what pool_copy returns. */
 static int pool_copy_full(struct pool_copy_ctx *x)
 {
@@ -1183,7 +1241,8 @@ int pool_copy(struct pool *p, const struct pool_request *r)
 	uint64_t t0 = pool_now_ns();
 	enum backoff_route route;
 	int observe, err, retired;
-	uint32_t srows, shits;
+	uint32_t srows, shits, sreps;
+	enum backoff_verdict verdict;
 
 	pthread_mutex_lock(&p->mu);
 	p->matched_seen++;
@@ -1213,14 +1272,18 @@ int pool_copy(struct pool *p, const struct pool_request *r)
 	}
 	if (route == BACKOFF_SAMPLE) {
 		stats_add(ST_STOOD_DOWN_CALLS, 1);
-		err = pool_copy_sample(&x, &srows, &shits);
+		err = pool_copy_sample(&x, &srows, &shits, &sreps);
 		pthread_mutex_lock(&p->mu);
-		if (backoff_sample(&p->backoff, srows, shits)) {
+		verdict = backoff_sample(&p->backoff, srows, shits, sreps);
+		if (verdict != BACKOFF_STAY) {
 			stats_set_stood_down(0);
 			stats_set_text(STATS_REASON, "%s", "");
-			log_verbose("sampled rows repeat again: pooling resumes");
+			if (verdict == BACKOFF_RESUME)
+				log_verbose("sampled rows are in the pool again: pooling resumes");
 		}
 		pthread_mutex_unlock(&p->mu);
+		if (verdict == BACKOFF_REFRESH)
+			pool_refresh(p);
 		goto out;
 	}
 
@@ -1306,7 +1369,7 @@ int pool_reclaim(int dev, uint64_t need)
 	p->budget = p->bytes;
 	stats_set(ST_POOL_BUDGET, p->budget);
 	pool_set_state(p, POOL_LATCHED);
-	stats_set_text(STATS_REASON, "latched: %d slabs were given back to the program under memory "
+	stats_set_text(STATS_REASON, "%d slabs were given back to the program under memory "
 		       "pressure; nothing new is admitted", evicted);
 	log_verbose("memory pressure on device %d: evicted %d slabs; budget latched at %s", dev, evicted,
 		    log_bytes(b, sizeof(b), p->budget));
@@ -1339,6 +1402,7 @@ static void pool_free(struct pool *p, int release_device)
 	free(p->free_events);
 	free(p->slabs);
 	index_release(&p->ix);
+	index_release(&p->samples);
 	free(p);
 }
 

@@ -192,12 +192,16 @@ never_repeat() {
 }
 check "rows that never repeat make a full pool stand down and the summary says so" never_repeat
 
-# Augmentation in epoch 1 only: from epoch 2 the same rows come back, the
-# sampled copies see them and pooling resumes.
+# Augmentation in epochs 1-2 only: from epoch 3 the same rows come back.
+# The pool is full of augmented rows that never return; the sampled copies
+# see rows repeat without hitting, the pool is emptied, refills with rows
+# that do come back and serves them.
 repeat_again() {
-	pool_run aug1 "$TRAINER" VRAMPOOL_BUDGET=1M -- --samples 2000 --row $ROW --batch 40 --epochs 4 --augment 1 || return 1
+	pool_run aug1 "$TRAINER" VRAMPOOL_BUDGET=1M VRAMPOOL_VERBOSE=1 -- \
+		--samples 2000 --row $ROW --batch 40 --epochs 7 --augment 2 || return 1
 	grep -q 'verified OK' "$TMP/aug1.out" || return 1
-	invariants aug1 --min rows.hits=1 --expect pool.stood_down=false
+	invariants aug1 --min rows.hits=1 --expect pool.stood_down=false --min pool.evictions=1 || return 1
+	grep -q 'emptied' "$TMP/aug1.err"
 }
 check "after a phase of unique rows, rows that repeat bring pooling back" repeat_again
 

@@ -58,7 +58,7 @@ static void test_samples_and_resumes(void)
 		samples += r == BACKOFF_SAMPLE;
 		passes += r == BACKOFF_PASS;
 		if (r == BACKOFF_SAMPLE)
-			CU_ASSERT_EQUAL(backoff_sample(&b, BACKOFF_SAMPLE_ROWS, 0), 0);
+			CU_ASSERT_EQUAL(backoff_sample(&b, BACKOFF_SAMPLE_ROWS, 0, 0), BACKOFF_STAY);
 	}
 	CU_ASSERT_EQUAL(samples, 10);
 	CU_ASSERT_EQUAL(passes, 10 * BACKOFF_SAMPLE_EVERY - 10);
@@ -66,9 +66,30 @@ static void test_samples_and_resumes(void)
 	/* the rows come back: enough sampled hits resume pooling */
 	for (int i = 0; b.down && i < 100 * BACKOFF_SAMPLE_EVERY; i++)
 		if (backoff_route(&b, 0) == BACKOFF_SAMPLE)
-			backoff_sample(&b, BACKOFF_SAMPLE_ROWS, 1);
+			backoff_sample(&b, BACKOFF_SAMPLE_ROWS, 1, 0);
 	CU_ASSERT_FALSE(b.down);
 	CU_ASSERT_EQUAL(backoff_route(&b, 0), BACKOFF_FULL);
+}
+
+static void test_stale_pool_refreshes(void)
+{
+	struct backoff b;
+	int refreshes = 0;
+
+	memset(&b, 0, sizeof(b));
+	t_full(&b, 0, BACKOFF_WINDOW, 0);
+	CU_ASSERT_TRUE_FATAL(b.down);
+	/* samples repeat among themselves but never hit: the pool holds the wrong rows */
+	CU_ASSERT_EQUAL(backoff_sample(&b, BACKOFF_SAMPLE_ROWS, 0, BACKOFF_STALE_REPEATS - 1), BACKOFF_STAY);
+	CU_ASSERT_EQUAL(backoff_sample(&b, BACKOFF_SAMPLE_ROWS, 0, 1), BACKOFF_REFRESH);
+	CU_ASSERT_FALSE(b.down);
+	/* the next refresh needs twice the evidence */
+	t_full(&b, 0, BACKOFF_WINDOW, 0);
+	CU_ASSERT_TRUE_FATAL(b.down);
+	for (int i = 0; i < 2 * BACKOFF_STALE_REPEATS; i++)
+		refreshes += backoff_sample(&b, 1, 0, 1) == BACKOFF_REFRESH;
+	CU_ASSERT_EQUAL(refreshes, 1);
+	CU_ASSERT_EQUAL(b.refreshes, 2);
 }
 
 static void test_admit_again_resumes(void)
@@ -94,6 +115,7 @@ int main(void)
 	CU_add_test(s, "a full pool that serves 2% of bytes keeps pooling", test_hits_keep_pooling);
 	CU_add_test(s, "a stood-down pool samples one copy in N and resumes when rows repeat", test_samples_and_resumes);
 	CU_add_test(s, "a pool that can admit again resumes at once", test_admit_again_resumes);
+	CU_add_test(s, "rows that repeat but never hit refresh the pool, with growing evidence", test_stale_pool_refreshes);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = (int)CU_get_number_of_failures();
