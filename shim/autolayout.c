@@ -25,8 +25,10 @@
  * evidence only (64 bits, fixed seed): the pool fingerprints what it serves.
  *
  * Sampling. Per candidate row size, a table keeps the fingerprints of rows
- * seen whose mixed key is at most a threshold; when AL_CAP fingerprints are
- * kept the threshold halves and the keys above it go. A row is sampled or
+ * seen whose mixed key has at least `level` leading zeros (a new table
+ * starts where about AL_SAMPLE_ROWS rows of a copy are sampled); when
+ * AL_CAP fingerprints are kept the level rises (the share sampled halves)
+ * and the keys no longer sampled go. A row is sampled or
  * not by its content alone, and the threshold only falls, so a sampled row
  * that comes back was kept when first seen: its repeat is always noticed
  * (no row is selected by its first bytes; every byte counts).
@@ -87,12 +89,15 @@
 
 #define AL_WINDOW (16ull << 20)         /* bytes of a copy read per pass */
 #define AL_PASSES 2                     /* atom classes, hence passes, per size */
+#define AL_PLAUSIBLE_BATCH 1024         /* a second pass needs a row of a batch this small */
 #define AL_MIN_ATOM 64                  /* smallest atom, in bytes */
 #define AL_BLOCK 1024                   /* atoms hashed between row emissions */
 #define AL_MAX_SIZES 16                 /* copy sizes tracked */
 #define AL_SIZE_CANDS 40                /* candidates per copy size */
 #define AL_MAX_TABLES 64                /* candidate row sizes with a table */
 #define AL_CAP 2048                     /* fingerprints kept per row size */
+#define AL_SAMPLE_ROWS 256              /* rows sampled per copy, about, at first */
+#define AL_SLOTS_MIN 1024               /* table slots at first */
 #define AL_SLOTS_MAX 4096               /* table slots per row size (load <= 1/2) */
 #define AL_RING 32                      /* copies of one size kept as evidence */
 #define AL_HOT 4                        /* repeats of one row that count */
@@ -117,20 +122,27 @@
 #define AL_K 0x9E3779B97F4A7C15ull       /* Horner multiplier (odd) */
 #define AL_SEED 0x5851F42D4C957F2Dull    /* XXH3 seed of the atoms */
 
+_Static_assert(AL_MAX_SIZES <= 16 && AL_HOT < 16, "an entry's tag holds an origin and repeats in 4 bits each");
+
 enum al_kind { AL_NONE, AL_UNSURE, AL_FOUND };
 
-/* One kept fingerprint: its key, the copy it was last seen in, its repeats. */
+/*
+ * One kept fingerprint (8 bytes): 32 bits of its key (0: empty slot), the
+ * low bits of the copy it was last seen in, the leading zeros of its key
+ * (sampled while at least the table's level), its repeats (low 4 bits of
+ * tag) and the slot of the size it was first seen in (high 4 bits).
+ */
 struct al_entry {
-	uint64_t key;
-	uint32_t seq;
-	uint16_t hits;
-	uint16_t origin;                /* slot of the size it was first seen in */
+	uint32_t id;
+	uint16_t seq;
+	uint8_t lz;
+	uint8_t tag;
 };
 
 /* The sampled fingerprints of one candidate row size, shared by all sizes. */
 struct al_table {
 	uint64_t row;                   /* 0: unused */
-	uint64_t thr;                   /* keys above are not sampled */
+	unsigned level;                 /* keys with fewer leading zeros are not sampled */
 	struct al_entry *slot;
 	uint32_t mask;                  /* slots - 1; slot NULL before the first insert */
 	uint32_t count;
@@ -195,6 +207,7 @@ static struct {
 	struct al_size *size[AL_MAX_SIZES];
 	struct al_table table[AL_MAX_TABLES];
 	uint64_t pbuf[AL_BLOCK];
+	struct al_entry scratch[AL_CAP];
 	struct layout found;            /* FOUND: the layout */
 	char found_evidence[256];
 } al = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -268,43 +281,57 @@ static double al_wilson(uint32_t k, uint32_t n, int upper)
 
 /* ---- fingerprint tables ------------------------------------------------- */
 
-/* Returns the entry of key, or NULL. */
-static struct al_entry *al_find(struct al_table *t, uint64_t key)
+/* Returns the entry of id, or NULL and in *hole the empty slot where it would go. */
+static struct al_entry *al_find(struct al_table *t, uint32_t id, struct al_entry **hole)
 {
+	*hole = NULL;
 	if (!t->slot)
 		return NULL;
-	for (uint32_t i = (uint32_t)key & t->mask;; i = (i + 1) & t->mask) {
-		if (t->slot[i].key == key)
+	for (uint32_t i = id & t->mask;; i = (i + 1) & t->mask) {
+		if (t->slot[i].id == id)
 			return &t->slot[i];
-		if (t->slot[i].key == 0)
+		if (t->slot[i].id == 0) {
+			*hole = &t->slot[i];
 			return NULL;
+		}
 	}
 }
 
-/* Places e in a table with room (no such key in it). */
+/* Places e in a table with room (no such id in it). */
 static void al_place(struct al_entry *slot, uint32_t mask, const struct al_entry *e)
 {
-	uint32_t i = (uint32_t)e->key & mask;
+	uint32_t i = e->id & mask;
 
-	while (slot[i].key)
+	while (slot[i].id)
 		i = (i + 1) & mask;
 	slot[i] = *e;
 }
 
 /*
- * Rebuilds t with nslots slots, keeping the keys at most t->thr. Returns 0,
- * or -1 when out of memory (t unchanged).
+ * Rebuilds t with nslots slots, keeping the entries still sampled at its
+ * level. Returns 0, or -1 when out of memory (t unchanged).
  */
 static int al_rebuild(struct al_table *t, uint32_t nslots)
 {
-	struct al_entry *slot = calloc(nslots, sizeof(*slot));
+	struct al_entry *slot;
 	uint32_t count = 0;
 
+	if (t->slot && nslots == t->mask + 1) {        /* a purge: in place, through scratch */
+		for (uint32_t i = 0; i <= t->mask; i++)
+			if (t->slot[i].id && t->slot[i].lz >= t->level && count < AL_CAP)
+				al.scratch[count++] = t->slot[i];
+		memset(t->slot, 0, (size_t)nslots * sizeof(*slot));
+		for (uint32_t i = 0; i < count; i++)
+			al_place(t->slot, t->mask, &al.scratch[i]);
+		t->count = count;
+		return 0;
+	}
+	slot = calloc(nslots, sizeof(*slot));
 	if (!slot)
 		return -1;
 	if (t->slot) {
 		for (uint32_t i = 0; i <= t->mask; i++) {
-			if (t->slot[i].key && t->slot[i].key <= t->thr) {
+			if (t->slot[i].id && t->slot[i].lz >= t->level) {
 				al_place(slot, nslots - 1, &t->slot[i]);
 				count++;
 			}
@@ -319,30 +346,44 @@ static int al_rebuild(struct al_table *t, uint32_t nslots)
 	return 0;
 }
 
-/* Keeps key, first seen in this copy; halves the threshold when t is full. */
-static void al_insert(struct al_table *t, uint64_t key, int origin)
+/*
+ * Keeps a row first seen in this copy, at hole (from al_find) when the table
+ * stays as it is; halves the share sampled when t is full.
+ */
+static void al_insert(struct al_table *t, uint32_t id, unsigned lz, int origin,
+		      struct al_entry *hole)
 {
-	struct al_entry e = { .key = key, .seq = al.seq, .hits = 0, .origin = (uint16_t)origin };
+	struct al_entry e = { .id = id, .seq = (uint16_t)al.seq, .lz = (uint8_t)lz,
+			      .tag = (uint8_t)(origin << 4) };
 
-	while (t->count >= AL_CAP && t->thr) {
-		t->thr >>= 1;
+	while (t->count >= AL_CAP && t->level < 64) {
+		t->level++;
+		hole = NULL;
 		if (al_rebuild(t, t->mask + 1) != 0)
 			return;
 	}
-	if (key > t->thr)
+	if (lz < t->level)
 		return;
 	if (!t->slot || (uint64_t)(t->count + 1) * 2 > (uint64_t)t->mask + 1) {
-		uint32_t n = t->slot ? (t->mask + 1) * 2 : 64;
+		uint32_t n = t->slot ? (t->mask + 1) * 2 : AL_SLOTS_MIN;
 
+		hole = NULL;
 		if (n > AL_SLOTS_MAX || al_rebuild(t, n) != 0)
 			return;
 	}
-	al_place(t->slot, t->mask, &e);
+	if (hole)
+		*hole = e;
+	else
+		al_place(t->slot, t->mask, &e);
 	t->count++;
 }
 
-/* Returns the table index for row (shared), or -1 when none is left. */
-static int al_table_get(uint64_t row)
+/*
+ * Returns the table index for row (shared), or -1 when none is left. A new
+ * table samples about AL_SAMPLE_ROWS of the rows of one copy of the size
+ * that makes it (rows per copy of it): a power-of-two share of the keys.
+ */
+static int al_table_get(uint64_t row, uint64_t rows)
 {
 	int free_slot = -1;
 
@@ -359,8 +400,9 @@ static int al_table_get(uint64_t row)
 
 		memset(t, 0, sizeof(*t));
 		t->row = row;
-		t->thr = UINT64_MAX;
 		t->refs = 1;
+		for (; rows > AL_SAMPLE_ROWS; rows >>= 1)
+			t->level++;
 	}
 	return free_slot;
 }
@@ -484,14 +526,15 @@ static uint64_t al_unit(uint64_t c)
 
 /*
  * Chooses the candidates of s (see the file comment) and their classes (one
- * per hashing unit, at most AL_PASSES; a second class of one candidate is
- * not worth a pass), and takes their tables. Returns the number of
+ * per hashing unit, at most AL_PASSES; a second class is not worth a pass
+ * when it has one candidate, or none that makes batches of at most
+ * AL_PLAUSIBLE_BATCH rows), and takes their tables. Returns the number of
  * candidates.
  */
 static int al_size_candidates(struct al_size *s)
 {
 	struct al_div *d = malloc(AL_MAX_DIVISORS * (sizeof(*d) + sizeof(uint64_t)));
-	int nd, count[AL_PASSES] = { 0 }, keep = 0;
+	int nd, count[AL_PASSES] = { 0 }, plausible[AL_PASSES] = { 0 }, keep = 0;
 
 	if (!d)
 		return 0;
@@ -529,8 +572,11 @@ static int al_size_candidates(struct al_size *s)
 		count[cls]++;
 	}
 	free(d);
-	if (s->nclasses == 2 && (count[0] == 1 || count[1] == 1)) {
-		int drop = count[0] < count[1] ? 0 : 1;
+	for (int i = 0; i < s->ncands; i++)
+		if (s->size / s->cand[i].row <= AL_PLAUSIBLE_BATCH)
+			plausible[s->cand[i].cls] = 1;
+	if (s->nclasses == 2 && (count[0] == 1 || count[1] == 1 || !plausible[0] || !plausible[1])) {
+		int drop = (count[1] == 1 || !plausible[1]) ? 1 : 0;
 
 		s->atom[0] = s->atom[1 - drop];
 		s->nclasses = 1;
@@ -541,7 +587,8 @@ static int al_size_candidates(struct al_size *s)
 	}
 	keep = 0;
 	for (int i = 0; i < s->ncands; i++) {
-		int t = al_table_get(s->cand[i].row);
+		uint64_t w = s->size < AL_WINDOW ? s->size : AL_WINDOW;
+		int t = al_table_get(s->cand[i].row, w / s->cand[i].row);
 
 		if (t < 0)
 			continue;
@@ -619,30 +666,31 @@ static void al_row(struct al_size *s, struct al_cand *c, uint64_t fp)
 {
 	struct al_table *t = &al.table[c->table];
 	uint64_t key = al_mix(fp ^ c->salt);
-	struct al_entry *e;
+	unsigned lz = key ? (unsigned)__builtin_clzll(key) : 64, origin;
+	uint32_t id = (uint32_t)key ? (uint32_t)key : 1;
+	struct al_entry *e, *hole;
 
-	if (key == 0)
-		key = 1;
-	if (key > t->thr)
+	if (lz < t->level)
 		return;
-	e = al_find(t, key);
+	e = al_find(t, id, &hole);
 	if (!e) {
 		c->cur_n++;
-		al_insert(t, key, s->slot);
+		al_insert(t, id, lz, s->slot, hole);
 		return;
 	}
-	if (e->seq == al.seq)
+	if (e->seq == (uint16_t)al.seq)
 		return;                 /* seen earlier in this copy: no evidence */
-	e->seq = al.seq;
-	if (e->hits >= AL_HOT)
+	e->seq = (uint16_t)al.seq;
+	if ((e->tag & 15) >= AL_HOT)
 		return;                 /* comes back all the time: no evidence */
-	e->hits++;
+	e->tag++;
 	c->cur_n++;
 	c->cur_k++;
-	if (e->origin != s->slot && e->origin < AL_MAX_SIZES) {
-		s->shares |= 1u << e->origin;
-		if (al.size[e->origin])
-			al.size[e->origin]->shares |= 1u << s->slot;
+	origin = e->tag >> 4;
+	if (origin != (unsigned)s->slot) {
+		s->shares |= 1u << origin;
+		if (al.size[origin])
+			al.size[origin]->shares |= 1u << s->slot;
 	}
 }
 
@@ -732,7 +780,7 @@ static void al_judge(const struct al_size *s, unsigned K, double floor, struct a
 			n[i] += s->cand[i].ring_n[at];
 			k[i] += s->cand[i].ring_k[at];
 		}
-		if (n[i]) {
+		if (k[i]) {
 			double lb = al_wilson(k[i], n[i], 0);
 
 			if (lb > b)
@@ -809,16 +857,16 @@ static int al_share(const struct al_size *s, unsigned share)
 }
 
 /*
- * Returns 1 when s looks like the last, partial batch of a family whose row
- * was found: that row divides it and it comes at most half as often.
+ * Returns 1 when s comes at most half as often as a size whose row was
+ * found (the last, partial batch of an epoch): waiting for its next copy
+ * would take too long.
  */
-static int al_partial(const struct al_size *s)
+static int al_rare(const struct al_size *s)
 {
 	for (int i = 0; i < AL_MAX_SIZES; i++) {
 		const struct al_size *f = al.size[i];
 
-		if (f && f != s && f->found.kind == AL_FOUND && s->size % f->found.row == 0 &&
-		    s->copies * 2 <= f->copies)
+		if (f && f != s && f->found.kind == AL_FOUND && s->copies * 2 <= f->copies)
 			return 1;
 	}
 	return 0;
@@ -827,7 +875,7 @@ static int al_partial(const struct al_size *s)
 /*
  * Returns 1 when the settling is over: every active size (seen in the last
  * AL_RECENT copies) that could get a spec has found its row, repeated rows
- * of a size that did, looks like a partial batch of one (al_partial), or
+ * of a size that did, comes rarely (al_rare: a partial batch), or
  * had AL_SETTLE copies.
  */
 static int al_settled(void)
@@ -844,7 +892,7 @@ static int al_settled(void)
 
 		if (!s || (found >> i & 1) || !al_share(s, AL_SPEC_SHARE) ||
 		    s->last_seq + AL_RECENT < al.settle_seq || (s->shares & found) ||
-		    al_partial(s) || s->copies - s->settle_base >= AL_SETTLE)
+		    al_rare(s) || s->copies - s->settle_base >= AL_SETTLE)
 			continue;
 		return 0;
 	}
