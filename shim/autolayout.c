@@ -2,75 +2,91 @@
  * autolayout: finds the row size of a program's host-to-device copies from
  * their content (autolayout.h is the contract; this comment says how).
  *
- * Candidates. Each copy size n seen (at most AL_MAX_SIZES at a time, the one
- * with the fewest bytes giving way to a new one) gets its candidate rows:
- * the divisors of n of at least AUTOLAYOUT_MIN_ROW bytes, n itself
- * included. When there are more than AL_SIZE_CANDS, the ones kept are those
- * whose batch (n / row) is at most 64, then those whose batch is a power of
- * two, then a multiple of 8, then the rest, each by batch ascending.
+ * Candidates. Each copy size n seen (at most AL_MAX_SIZES at a time; when
+ * all are taken, the one with the fewest bytes and no row gives way) gets
+ * its candidate rows: the divisors of n of at least AUTOLAYOUT_MIN_ROW bytes,
+ * n itself included. When there are more than AL_SIZE_CANDS, the ones kept
+ * are those whose batch (n / row) is at most 64, then those whose batch is
+ * a power of two, then a multiple of 8, then the rest, by batch ascending.
  *
  * Hashing. A row's fingerprint must not depend on where the row sits in the
- * copy, and hashing every candidate's rows separately would read the copy
- * once per candidate. So the candidates of a size are grouped into at most
- * AL_PASSES classes, each with an atom (the gcd of its rows, at least
- * AL_MIN_ATOM bytes; a candidate that fits no class is dropped). One pass per
- * class hashes each atom of the copy with XXH3-64 and keeps the Horner
- * prefix P[m] = P[m-1] * K + h(atom m) (mod 2^64); a row of q atoms that ends
- * at atom e then has the fingerprint P[e] - P[e-q] * K^q, the same wherever
- * the row sits. So each pass reads the copy once, and every candidate of the
- * class gets all its row fingerprints for a multiply each. The passes read
- * at most AL_WINDOW bytes of a copy (its start); a candidate row longer than
- * that is represented by the window's prefix of its first row. A candidate
- * looks up at most AL_ROWS_PER_COPY rows per copy. These fingerprints are
- * evidence only (64 bits, fixed seed): the pool fingerprints what it serves.
+ * copy, nor on the copy's size (the last, partial batch of an epoch holds
+ * the same samples), and hashing each candidate's rows separately would
+ * read the copy once per candidate. So each row size c has a hashing unit
+ * u(c) that depends on c alone (64 bytes when 64 divides c, else the odd
+ * part of c doubled up to at least 64 bytes: 147 for 2352 = 16 * 147, 3079
+ * for a prime 3079), and a row's fingerprint is the Horner polynomial of
+ * the XXH3-64 hashes of its units: P[e] - P[e-q] * K^q over the prefix
+ * P[m] = P[m-1] * K + h(unit m) (mod 2^64) of the copy. One pass per unit
+ * reads the copy once and gives every candidate of that unit all its row
+ * fingerprints for a multiply each. A size gets at most AL_PASSES units;
+ * a candidate whose unit finds no pass shares the pass whose unit has the
+ * largest common divisor with it (at least AL_MIN_UNIT bytes), its
+ * fingerprints then depending on the size, or is dropped; a second pass
+ * is not made for a single candidate or for candidates that only make
+ * batches of more than AL_PLAUSIBLE_BATCH rows. The passes read at most
+ * AL_WINDOW bytes of a copy (its start); a candidate row longer than that is
+ * represented by the window, a prefix of its first row. These fingerprints
+ * are evidence only (64 bits, fixed keys): the pool fingerprints what it
+ * serves.
  *
- * Sampling. Per candidate row size, a table keeps the fingerprints of rows
- * seen whose mixed key has at least `level` leading zeros (a new table
- * starts where about AL_SAMPLE_ROWS rows of a copy are sampled); when
- * AL_CAP fingerprints are kept the level rises (the share sampled halves)
- * and the keys no longer sampled go. A row is sampled or
- * not by its content alone, and the threshold only falls, so a sampled row
- * that comes back was kept when first seen: its repeat is always noticed
- * (no row is selected by its first bytes; every byte counts).
+ * Sampling. Per row size, a table keeps the rows seen whose mixed key has
+ * at least `level` leading zeros; a new table starts at the level where
+ * about AL_SAMPLE_ROWS rows of one copy are sampled, and when it holds
+ * AL_CAP rows the level rises (the share sampled halves) and the rows no
+ * longer sampled go. A row is sampled or not by its whole content, and the
+ * level only rises, so a sampled row that comes back was kept when first
+ * seen: its repeat is always noticed. No row is selected by its first
+ * bytes.
  *
  * Evidence. A sampled row seen in an earlier copy is a repeat. A row seen
  * earlier in the same copy (an all-black block, a padding run) and a row
- * already repeated AL_HOT times are not evidence at all: so the blocks of
- * black borders, which come back in every copy, are not mistaken for
- * samples that come back each epoch. Each copy size keeps, per candidate,
- * the sampled rows and repeats of its last AL_RING copies. A verdict over the
- * last K copies (K = 1, 2, 4, ...: the most recent evidence first) takes b,
- * the best candidate's lower bound (Wilson, z^2 = AL_Z2) of its repeat rate, and
- * finds the row when b is at least AL_R_MIN times the share of bytes
- * observed and some candidate is "high" (rate >= AL_THETA * b, lower bound
- * >= AL_THETA_LO * b, at least AL_MIN_K repeats) while every larger one is
- * "low" (upper bound < AL_THETA_LO * b, or a multiple of a low one: a row
- * that repeats is made of repeating parts). The largest high candidate is
- * the row. Cut at the true row size, a reshuffled dataset repeats from the
- * first copy of the second epoch, and so do the rows of its divisors, while
- * a larger cut spans samples whose neighbours change; so the first copy of
- * the second epoch usually decides.
+ * already repeated AL_HOT times are no evidence at all: so the blocks of
+ * black borders, which come back in every copy, are not taken for samples
+ * that come back each epoch. Each copy size keeps, per candidate, the
+ * sampled rows and repeats of its last AL_RING copies. A verdict over the
+ * last K copies (K = 1, 2, 4, ...: the most recent evidence first; all
+ * candidates over the same copies, so a window that straddles the start of
+ * the second epoch dilutes them alike) takes b, the best lower bound
+ * (Wilson, z^2 = AL_Z2) of a candidate's repeat rate, and finds the row
+ * when b is at least AL_R_MIN times the share of bytes observed and some
+ * candidate is "high" (rate >= AL_THETA * b, lower bound >= AL_THETA_LO * b,
+ * at least AL_MIN_K repeats) while every larger one is "low" (upper bound
+ * < AL_THETA_LO * b, or a multiple of a low one: a row that repeats is made
+ * of parts that repeat). The row is the largest high candidate. Cut at the
+ * true row size, a reshuffled dataset repeats from the first copy of the
+ * second epoch, and so do the rows of its divisors, while a larger cut
+ * spans samples whose neighbours change, and a smaller one that does not
+ * divide it repeats at most half as often (its phase in the sample
+ * changes): so the first copy of the second epoch usually decides.
  *
- * Decision. Once a size that carries at least AL_SPEC_SHARE of the observed
- * bytes has a row, every size with at least AL_MAJOR_SHARE of them gets
- * AL_SETTLE more copies to find its own (AL_SETTLE_MAX copies at most); then
- * the layout is the rows of the sizes with at least AL_SPEC_SHARE. NOTHING is
- * stated when AL_NOTHING_COPIES copies and AL_NOTHING_BYTES bytes went by
- * with no repeats at all; it is not final: the module then observes
- * 1/AL_SHARE of the bytes and may still find a row.
+ * Decision. Once a size that carries at least 1/AL_SPEC_SHARE of the
+ * observed bytes has a row, the settling begins: every other size with that
+ * share, seen in the last AL_RECENT copies, gets AL_SETTLE copies to find its
+ * own (another family: masks beside images, another weight buffer), unless
+ * it repeated rows of a size with a row or comes at most half as often as
+ * one (a partial batch); AL_SETTLE_MAX copies at most. The layout is then
+ * the rows of the sizes with that share. NOTHING is stated when
+ * AL_NOTHING_COPIES copies and AL_NOTHING_BYTES bytes went by with no repeat
+ * at any size; it is not final: the module then observes 1/AL_SHARE of the
+ * bytes and may still find rows.
  *
  * Bounds.
  *  - Bytes hashed per observed copy: at most AL_PASSES * AL_WINDOW (2 x
- *    16 MiB), and one pass over min(n, AL_WINDOW) for most sizes.
- *  - Lookups per observed copy: at most AL_ROWS_PER_COPY per candidate.
- *  - Memory: the fingerprint tables, at most AL_MAX_TABLES * AL_SLOTS_MAX *
- *    16 bytes (4 MiB), plus AL_MAX_SIZES size records of about 14 KiB
- *    (autolayout_result reports the bytes held).
+ *    16 MiB); one pass over min(n, AL_WINDOW) for most sizes.
+ *  - Row fingerprints per observed copy: min(n, AL_WINDOW) / c per
+ *    candidate c (a multiply and a mix each), of which about AL_SAMPLE_ROWS
+ *    or fewer are looked up in the table.
+ *  - Memory: the table slots, at most AL_SLOT_BUDGET of 8 bytes (2 MiB; a
+ *    recurring size takes room from sizes with fewer bytes, else a table
+ *    that may not grow samples fewer rows), the size records, AL_MAX_SIZES
+ *    of about 13 KiB, and 50 KiB of static table headers and scratch
+ *    (autolayout_result reports the bytes allocated).
  *  - POOL mode observes every copy until a decision and none after FOUND;
  *    after NOTHING, and always in SUGGEST mode, it observes a copy only while
  *    the bytes of the copies observed stay under 1/AL_SHARE of the bytes
- *    offered (SUGGEST mode: plus AL_SUGGEST_FREE, so short runs are seen
- *    whole).
+ *    offered (SUGGEST mode: plus AL_SUGGEST_FREE, so that short runs are
+ *    seen whole).
  *
  * Locking: one mutex, taken with trylock by observers (a busy module skips
  * the copy); the state is read without it on the fast path.
@@ -88,20 +104,21 @@
 #include <xxhash.h>
 
 #define AL_WINDOW (16ull << 20)         /* bytes of a copy read per pass */
-#define AL_PASSES 2                     /* atom classes, hence passes, per size */
+#define AL_PASSES 2                     /* hashing units, hence passes, per size */
 #define AL_PLAUSIBLE_BATCH 1024         /* a second pass needs a row of a batch this small */
-#define AL_MIN_ATOM 64                  /* smallest atom, in bytes */
-#define AL_BLOCK 1024                   /* atoms hashed between row emissions */
+#define AL_MIN_UNIT 64                  /* smallest hashing unit, in bytes */
+#define AL_BLOCK 1024                   /* units hashed between row emissions */
 #define AL_MAX_SIZES 16                 /* copy sizes tracked */
 #define AL_SIZE_CANDS 40                /* candidates per copy size */
-#define AL_MAX_TABLES 64                /* candidate row sizes with a table */
+#define AL_MAX_TABLES (AL_MAX_SIZES * AL_SIZE_CANDS)  /* row sizes with a table */
+#define AL_SLOT_BUDGET (256u << 10)     /* table slots in all (8 bytes each: 2 MiB) */
 #define AL_CAP 2048                     /* fingerprints kept per row size */
 #define AL_SAMPLE_ROWS 256              /* rows sampled per copy, about, at first */
-#define AL_SLOTS_MIN 1024               /* table slots at first */
+#define AL_SLOTS_MIN 256                /* table slots at first */
 #define AL_SLOTS_MAX 4096               /* table slots per row size (load <= 1/2) */
 #define AL_RING 32                      /* copies of one size kept as evidence */
 #define AL_HOT 4                        /* repeats of one row that count */
-#define AL_MAX_DIVISORS 4096            /* divisors generated per size */
+#define AL_MAX_DIVISORS 1024            /* divisors generated per size */
 #define AL_TRIAL_MAX 65536              /* trial division bound */
 
 #define AL_Z2 3.0                       /* z^2 of the Wilson bounds (z = 1.73) */
@@ -120,9 +137,10 @@
 #define AL_SHARE 16
 
 #define AL_K 0x9E3779B97F4A7C15ull       /* Horner multiplier (odd) */
-#define AL_SEED 0x5851F42D4C957F2Dull    /* XXH3 seed of the atoms */
+#define AL_SEED 0x5851F42D4C957F2Dull    /* XXH3 seed of the units */
 
 _Static_assert(AL_MAX_SIZES <= 16 && AL_HOT < 16, "an entry's tag holds an origin and repeats in 4 bits each");
+_Static_assert(AL_MAX_SIZES <= 32, "a size's shares are a 32-bit mask of slots");
 
 enum al_kind { AL_NONE, AL_UNSURE, AL_FOUND };
 
@@ -152,12 +170,12 @@ struct al_table {
 /* A candidate row of one copy size: its pass state and its evidence ring. */
 struct al_cand {
 	uint64_t row;
-	uint64_t q;                     /* atoms per row */
+	uint64_t q;                     /* units per row */
 	uint64_t kq;                    /* AL_K^q */
 	uint64_t salt;
 	int table;
 	int cls;
-	uint64_t next;                  /* atom index where the current row ends */
+	uint64_t next;                  /* unit index where the current row ends */
 	uint64_t start;                 /* prefix at the current row's start */
 	uint32_t cur_n, cur_k;          /* this copy: sampled rows, repeats */
 	uint32_t ring_n[AL_RING];
@@ -185,12 +203,14 @@ struct al_size {
 	int slot;
 	int ncands;
 	int nclasses;
-	uint64_t atom[AL_PASSES];
+	uint64_t unit[AL_PASSES];      /* hashing unit of each pass */
 	unsigned ring_pos, ring_len;
 	struct al_verdict found;        /* kind AL_FOUND once a row was found */
 	struct al_verdict last;         /* the latest verdict */
 	struct al_cand cand[AL_SIZE_CANDS];
 };
+
+_Static_assert(sizeof(struct al_size) <= 13 * 1024, "the size record bound stated above");
 
 static struct {
 	pthread_mutex_t lock;
@@ -198,11 +218,15 @@ static struct {
 	atomic_int state;               /* enum autolayout_state */
 	atomic_uint_fast64_t offered;   /* bytes of copies of at least MIN_ROW offered */
 	atomic_uint_fast64_t seen;      /* bytes of the copies observed */
+	atomic_uint_fast64_t calls;     /* copies of at least MIN_ROW offered */
 	atomic_uint_fast64_t base_offered, base_seen, free_bytes;  /* share rule */
 	atomic_int share_on;
 	uint64_t observed_bytes, observed_copies, hashed_bytes;
 	uint32_t seq;                   /* observed copy number */
 	uint64_t settle_seq;            /* seq when the settling began, 0: none */
+	uint64_t evict_calls;           /* calls when a size last gave way, 0: never */
+	uint64_t slots_used;            /* table slots allocated, at most AL_SLOT_BUDGET */
+	struct al_size *cur;            /* the size being observed */
 	uint64_t memory;
 	struct al_size *size[AL_MAX_SIZES];
 	struct al_table table[AL_MAX_TABLES];
@@ -307,9 +331,11 @@ static void al_place(struct al_entry *slot, uint32_t mask, const struct al_entry
 	slot[i] = *e;
 }
 
+static int al_budget(uint64_t more);
+
 /*
  * Rebuilds t with nslots slots, keeping the entries still sampled at its
- * level. Returns 0, or -1 when out of memory (t unchanged).
+ * level. Returns 0, or -1 when out of memory or of slot budget (t unchanged).
  */
 static int al_rebuild(struct al_table *t, uint32_t nslots)
 {
@@ -326,6 +352,8 @@ static int al_rebuild(struct al_table *t, uint32_t nslots)
 		t->count = count;
 		return 0;
 	}
+	if (al_budget(nslots - (t->slot ? t->mask + 1 : 0)) != 0)
+		return -1;
 	slot = calloc(nslots, sizeof(*slot));
 	if (!slot)
 		return -1;
@@ -338,17 +366,20 @@ static int al_rebuild(struct al_table *t, uint32_t nslots)
 		}
 		free(t->slot);
 		al.memory -= (uint64_t)(t->mask + 1) * sizeof(*slot);
+		al.slots_used -= t->mask + 1;
 	}
 	t->slot = slot;
 	t->mask = nslots - 1;
 	t->count = count;
 	al.memory += (uint64_t)nslots * sizeof(*slot);
+	al.slots_used += nslots;
 	return 0;
 }
 
 /*
  * Keeps a row first seen in this copy, at hole (from al_find) when the table
- * stays as it is; halves the share sampled when t is full.
+ * stays as it is. When t holds AL_CAP rows, or holds half its slots and may
+ * not grow (AL_SLOTS_MAX, the slot budget), the share sampled halves.
  */
 static void al_insert(struct al_table *t, uint32_t id, unsigned lz, int origin,
 		      struct al_entry *hole)
@@ -356,21 +387,24 @@ static void al_insert(struct al_table *t, uint32_t id, unsigned lz, int origin,
 	struct al_entry e = { .id = id, .seq = (uint16_t)al.seq, .lz = (uint8_t)lz,
 			      .tag = (uint8_t)(origin << 4) };
 
-	while (t->count >= AL_CAP && t->level < 64) {
-		t->level++;
+	if (!t->slot && al_rebuild(t, AL_SLOTS_MIN) != 0)
+		return;
+	for (;;) {
+		int full = (uint64_t)(t->count + 1) * 2 > (uint64_t)t->mask + 1;
+
+		if (t->count < AL_CAP && !full)
+			break;
 		hole = NULL;
-		if (al_rebuild(t, t->mask + 1) != 0)
+		if (t->count < AL_CAP && t->mask + 1 < AL_SLOTS_MAX &&
+		    al_rebuild(t, (t->mask + 1) * 2) == 0)
+			continue;
+		if (t->level >= 64)
 			return;
+		t->level++;
+		al_rebuild(t, t->mask + 1);
 	}
 	if (lz < t->level)
 		return;
-	if (!t->slot || (uint64_t)(t->count + 1) * 2 > (uint64_t)t->mask + 1) {
-		uint32_t n = t->slot ? (t->mask + 1) * 2 : AL_SLOTS_MIN;
-
-		hole = NULL;
-		if (n > AL_SLOTS_MAX || al_rebuild(t, n) != 0)
-			return;
-	}
 	if (hole)
 		*hole = e;
 	else
@@ -414,8 +448,10 @@ static void al_table_put(int i)
 
 	if (--t->refs > 0)
 		return;
-	if (t->slot)
+	if (t->slot) {
 		al.memory -= (uint64_t)(t->mask + 1) * sizeof(*t->slot);
+		al.slots_used -= t->mask + 1;
+	}
 	free(t->slot);
 	memset(t, 0, sizeof(*t));
 }
@@ -519,7 +555,7 @@ static uint64_t al_unit(uint64_t c)
 	if (a >= 6)
 		return 64;
 	u = c >> a;
-	while (u < AL_MIN_ATOM)
+	while (u < AL_MIN_UNIT)
 		u <<= 1;
 	return u;
 }
@@ -545,26 +581,26 @@ static int al_size_candidates(struct al_size *s)
 		int cls = -1;
 
 		for (int k = 0; k < s->nclasses; k++)
-			if (s->atom[k] == u)
+			if (s->unit[k] == u)
 				cls = k;
 		if (cls < 0 && s->nclasses < AL_PASSES) {
 			cls = s->nclasses++;
-			s->atom[cls] = u;
+			s->unit[cls] = u;
 		}
 		if (cls < 0) {                  /* no pass left: share one, with a smaller unit */
 			uint64_t best = 0;
 
 			for (int k = 0; k < s->nclasses; k++) {
-				uint64_t g = al_gcd(s->atom[k], c);
+				uint64_t g = al_gcd(s->unit[k], c);
 
-				if (g >= AL_MIN_ATOM && g > best) {
+				if (g >= AL_MIN_UNIT && g > best) {
 					best = g;
 					cls = k;
 				}
 			}
 			if (cls < 0)
 				continue;
-			s->atom[cls] = best;
+			s->unit[cls] = best;
 		}
 		s->cand[s->ncands].row = c;
 		s->cand[s->ncands].cls = cls;
@@ -578,7 +614,7 @@ static int al_size_candidates(struct al_size *s)
 	if (s->nclasses == 2 && (count[0] == 1 || count[1] == 1 || !plausible[0] || !plausible[1])) {
 		int drop = (count[1] == 1 || !plausible[1]) ? 1 : 0;
 
-		s->atom[0] = s->atom[1 - drop];
+		s->unit[0] = s->unit[1 - drop];
 		s->nclasses = 1;
 		for (int i = 0; i < s->ncands; i++)
 			if (s->cand[i].cls != drop)
@@ -600,7 +636,7 @@ static int al_size_candidates(struct al_size *s)
 	for (int i = 0; i < s->ncands; i++) {
 		struct al_cand *c = &s->cand[i];
 
-		c->q = c->row / s->atom[c->cls];
+		c->q = c->row / s->unit[c->cls];
 		c->kq = al_kpow(c->q);
 		c->salt = al_mix(c->row * 0x2545F4914F6CDD1Dull);
 	}
@@ -618,9 +654,47 @@ static void al_size_free(struct al_size *s)
 	free(s);
 }
 
+/* Frees the size in slot i and forgets it in the other sizes' shares. */
+static void al_size_evict(int i)
+{
+	al_size_free(al.size[i]);
+	al.size[i] = NULL;
+	for (int j = 0; j < AL_MAX_SIZES; j++)
+		if (al.size[j])
+			al.size[j]->shares &= ~(1u << i);
+}
+
+/*
+ * Makes room for more table slots within AL_SLOT_BUDGET by evicting the
+ * sizes with the fewest bytes that have no row and fewer bytes than the
+ * size being observed (so that one-off sizes cannot take the room of a
+ * family that recurs). Returns 0, or -1 when no room can be made.
+ */
+static int al_budget(uint64_t more)
+{
+	while (al.slots_used + more > AL_SLOT_BUDGET) {
+		int victim = -1;
+
+		for (int i = 0; i < AL_MAX_SIZES; i++) {
+			struct al_size *v = al.size[i];
+
+			if (!v || v == al.cur || v->found.kind == AL_FOUND || !al.cur ||
+			    v->bytes >= al.cur->bytes)
+				continue;
+			if (victim < 0 || v->bytes < al.size[victim]->bytes)
+				victim = i;
+		}
+		if (victim < 0)
+			return -1;
+		al_size_evict(victim);
+	}
+	return 0;
+}
+
 /*
  * Returns the record of copy size n, made when new (the size with the
- * fewest bytes that has no row gives way when all are taken), or NULL.
+ * fewest bytes that has no row gives way when all are taken, at most once
+ * per AL_RECENT copies), or NULL.
  */
 static struct al_size *al_size_get(uint64_t n)
 {
@@ -634,6 +708,10 @@ static struct al_size *al_size_get(uint64_t n)
 			slot = i;
 	}
 	if (slot < 0) {
+		uint64_t calls = atomic_load_explicit(&al.calls, memory_order_relaxed);
+
+		if (al.evict_calls && calls - al.evict_calls < AL_RECENT)
+			return NULL;            /* sizes churning: one new size per AL_RECENT copies */
 		for (int i = 0; i < AL_MAX_SIZES; i++) {
 			if (al.size[i]->found.kind == AL_FOUND)
 				continue;
@@ -642,8 +720,8 @@ static struct al_size *al_size_get(uint64_t n)
 		}
 		if (slot < 0)
 			return NULL;
-		al_size_free(al.size[slot]);
-		al.size[slot] = NULL;
+		al_size_evict(slot);
+		al.evict_calls = calls ? calls : 1;
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -674,8 +752,9 @@ static void al_row(struct al_size *s, struct al_cand *c, uint64_t fp)
 		return;
 	e = al_find(t, id, &hole);
 	if (!e) {
-		c->cur_n++;
 		al_insert(t, id, lz, s->slot, hole);
+		if (lz >= t->level)
+			c->cur_n++;     /* still sampled after the level rose, if it did */
 		return;
 	}
 	if (e->seq == (uint16_t)al.seq)
@@ -696,13 +775,13 @@ static void al_row(struct al_size *s, struct al_cand *c, uint64_t fp)
 
 /*
  * Runs the pass of class cls of s over the copy src of n bytes: hashes its
- * atoms in the window and looks up the rows of the class's candidates.
+ * units in the window and looks up the rows of the class's candidates.
  * Returns the bytes hashed.
  */
 static uint64_t al_pass(struct al_size *s, int cls, const unsigned char *src, uint64_t n)
 {
-	uint64_t a = s->atom[cls], w = n < AL_WINDOW ? n : AL_WINDOW;
-	uint64_t natoms = w / a, p = 0, m0 = 0;
+	uint64_t a = s->unit[cls], w = n < AL_WINDOW ? n : AL_WINDOW;
+	uint64_t nunits = w / a, p = 0, m0 = 0;
 	int proxy = 0;
 
 	for (int i = 0; i < s->ncands; i++) {
@@ -712,18 +791,18 @@ static uint64_t al_pass(struct al_size *s, int cls, const unsigned char *src, ui
 			continue;
 		c->next = c->q;
 		c->start = 0;
-		if (c->q > natoms)
+		if (c->q > nunits)
 			proxy = 1;
 	}
-	if (natoms == 0) {
+	if (nunits == 0) {
 		p = XXH3_64bits_withSeed(src, (size_t)w, AL_SEED);
 		for (int i = 0; i < s->ncands; i++)
 			if (s->cand[i].cls == cls)
 				al_row(s, &s->cand[i], p);
 		return w;
 	}
-	for (; m0 < natoms; m0 += AL_BLOCK) {
-		uint64_t mb = natoms - m0 < AL_BLOCK ? natoms - m0 : AL_BLOCK;
+	for (; m0 < nunits; m0 += AL_BLOCK) {
+		uint64_t mb = nunits - m0 < AL_BLOCK ? nunits - m0 : AL_BLOCK;
 		const unsigned char *base = src + m0 * a;
 
 		for (uint64_t i = 0; i < mb; i++) {
@@ -733,7 +812,7 @@ static uint64_t al_pass(struct al_size *s, int cls, const unsigned char *src, ui
 		for (int i = 0; i < s->ncands; i++) {
 			struct al_cand *c = &s->cand[i];
 
-			if (c->cls != cls || c->q > natoms)
+			if (c->cls != cls || c->q > nunits)
 				continue;
 			while (c->next <= m0 + mb) {
 				uint64_t end = al.pbuf[c->next - 1 - m0];
@@ -746,9 +825,9 @@ static uint64_t al_pass(struct al_size *s, int cls, const unsigned char *src, ui
 	}
 	if (proxy)
 		for (int i = 0; i < s->ncands; i++)
-			if (s->cand[i].cls == cls && s->cand[i].q > natoms)
+			if (s->cand[i].cls == cls && s->cand[i].q > nunits)
 				al_row(s, &s->cand[i], p);
-	return natoms * a;
+	return nunits * a;
 }
 
 /* ---- verdicts ----------------------------------------------------------- */
@@ -801,16 +880,6 @@ static void al_judge(const struct al_size *s, unsigned K, double floor, struct a
 			  al_wilson(k[i], n[i], 0) >= AL_THETA_LO * b;
 		if (high[i])
 			star = i;
-	}
-	if (getenv("AL_DEBUG") && s->copies > 4) {
-		fprintf(stderr, "judge size %llu K %u b %.3f star %d\n", (unsigned long long)s->size, K, b, star);
-		for (int i = 0; i < s->ncands; i++)
-			fprintf(stderr, "  %llu cls %d atom %llu n %u k %u low %d high %d\n", (unsigned long long)s->cand[i].row, s->cand[i].cls, (unsigned long long)s->atom[s->cand[i].cls], n[i], k[i], low[i], high[i]);
-	}
-	if (getenv("AL_DEBUG") && s->copies > 4) {
-		fprintf(stderr, "judge size %llu K %u b %.3f star %d\n", (unsigned long long)s->size, K, b, star);
-		for (int i = 0; i < s->ncands; i++)
-			fprintf(stderr, "  %llu cls %d atom %llu n %u k %u low %d high %d\n", (unsigned long long)s->cand[i].row, s->cand[i].cls, (unsigned long long)s->atom[s->cand[i].cls], n[i], k[i], low[i], high[i]);
 	}
 	if (star < 0)
 		return;
@@ -1062,6 +1131,7 @@ int autolayout_observe(const void *src, uint64_t n)
 	    atomic_load_explicit(&al.state, memory_order_acquire) == AUTOLAYOUT_FOUND)
 		return 0;
 	atomic_fetch_add_explicit(&al.offered, n, memory_order_relaxed);
+	atomic_fetch_add_explicit(&al.calls, 1, memory_order_relaxed);
 	if (!al_wanted() || pthread_mutex_trylock(&al.lock) != 0)
 		return 0;
 	if (atomic_load(&al.state) == AUTOLAYOUT_FOUND) {
@@ -1073,6 +1143,7 @@ int autolayout_observe(const void *src, uint64_t n)
 		pthread_mutex_unlock(&al.lock);
 		return 0;
 	}
+	al.cur = s;
 	al.seq++;
 	if (al.seq == 0)
 		al.seq = 1;
@@ -1080,6 +1151,7 @@ int autolayout_observe(const void *src, uint64_t n)
 		s->cand[i].cur_n = s->cand[i].cur_k = 0;
 	for (int cls = 0; cls < s->nclasses; cls++)
 		hashed += al_pass(s, cls, src, n);
+	al.cur = NULL;
 	for (int i = 0; i < s->ncands; i++) {
 		s->cand[i].ring_n[s->ring_pos] = s->cand[i].cur_n;
 		s->cand[i].ring_k[s->ring_pos] = s->cand[i].cur_k;
@@ -1166,6 +1238,7 @@ static void al_clear(int holder_gone)
 	atomic_store(&al.state, AUTOLAYOUT_LOOKING);
 	atomic_store(&al.offered, 0);
 	atomic_store(&al.seen, 0);
+	atomic_store(&al.calls, 0);
 	atomic_store(&al.base_offered, 0);
 	atomic_store(&al.base_seen, 0);
 	atomic_store(&al.free_bytes, 0);
@@ -1173,6 +1246,9 @@ static void al_clear(int holder_gone)
 	al.observed_bytes = al.observed_copies = al.hashed_bytes = 0;
 	al.seq = 0;
 	al.settle_seq = 0;
+	al.evict_calls = 0;
+	al.slots_used = 0;
+	al.cur = NULL;
 	al.memory = 0;
 	memset(&al.found, 0, sizeof(al.found));
 	al.found_evidence[0] = '\0';

@@ -39,9 +39,9 @@
  * epoch); autolayout_observe then returns 1 again, with the state FOUND.
  *
  * Cost. It reads each observed copy at most about once (one XXH3 pass over
- * the first 16 MiB, two passes for sizes whose divisors need two atom
- * sizes) and keeps a bounded table of fingerprints (at most 4 MiB;
- * autolayout.c states every bound). After FOUND it stops observing;
+ * the first 16 MiB; two for sizes whose plausible rows need two hashing
+ * units) and keeps bounded tables of fingerprints (at most about 2.3 MiB
+ * in all; autolayout.c states every bound). After FOUND it stops observing;
  * autolayout_observe then returns at once.
  *
  * Thread-safe: any thread may observe or ask for the result; a copy that

@@ -253,7 +253,7 @@ int main(void)
 		goto oom;
 	if (bench_suggest() != 0 || bench_found() != 0)
 		goto oom;
-	printf("memory_bound_bytes %llu B\n", 64ull * 4096 * 16 + 16ull * 14 * 1024);
+	printf("memory_bound_bytes %llu B\n", (256ull << 10) * 8 + 16ull * 13 * 1024 + 50 * 1024);
 	return 0;
 oom:
 	fprintf(stderr, "bench_autolayout: out of memory\n");

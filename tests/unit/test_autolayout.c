@@ -573,6 +573,57 @@ static void test_reset_forgets(void)
 	loader_free(&l);
 }
 
+static void test_changing_sizes(void)
+{
+	struct loader l = { .samples = 2000, .row = 3072, .batch = 64, .labels = 1, .seed = 22 };
+	unsigned char *junk = malloc(200000);
+	uint64_t x = 77;
+	struct autolayout_result r;
+
+	/*
+	 * Copies of a new size each time (dynamic shapes) before and between the
+	 * batches: sizes give way at most once per 32 copies, memory stays
+	 * bounded, and the trainer's row is still found early in epoch 2.
+	 */
+	CU_ASSERT_FATAL(junk != NULL);
+	autolayout_setup(AUTOLAYOUT_POOL);
+	for (int i = 0; i < 300; i++) {
+		size_t n = 1000 + (size_t)(rng_next(&x) % 199000);
+
+		fill_random(junk, n, &x);
+		CU_ASSERT_EQUAL(autolayout_observe(junk, n), 0);
+	}
+	autolayout_result(&r);
+	CU_ASSERT(r.nsizes <= AUTOLAYOUT_MAX_SIZES);
+	CU_ASSERT(r.observed_copies < 16 + 300 / 32 + 2);
+	CU_ASSERT(r.memory <= 3 * MiB);
+	loader_init(&l);
+	for (unsigned e = 1; e <= 3; e++) {
+		loader_run(&l, e, e);
+		for (int i = 0; i < 40; i++) {
+			size_t n = 1000 + (size_t)(rng_next(&x) % 199000);
+
+			fill_random(junk, n, &x);
+			autolayout_observe(junk, n);
+		}
+	}
+	autolayout_result(&r);
+	if (r.state != AUTOLAYOUT_FOUND || strcmp(r.layout.text, "3072") != 0) {
+		show("changing sizes", &r, &l);
+		for (int i = 0; i < r.nsizes; i++)
+			fprintf(stderr, "  size %llu row %llu bytes %llu\n", (unsigned long long)r.sizes[i].size,
+				(unsigned long long)r.sizes[i].row, (unsigned long long)r.sizes[i].bytes);
+	}
+	CU_ASSERT_EQUAL(r.state, AUTOLAYOUT_FOUND);
+	CU_ASSERT_STRING_EQUAL(r.layout.text, "3072");
+	CU_ASSERT_EQUAL(l.decided_epoch, 2);
+	CU_ASSERT(l.decided_copy <= 2);
+	CU_ASSERT(r.memory <= 3 * MiB);
+	loader_free(&l);
+	free(junk);
+	autolayout_reset();
+}
+
 /* One thread's loader for the concurrency test. */
 static void *concurrent_loader(void *arg)
 {
@@ -666,6 +717,8 @@ int main(void)
 	CU_add_test(s, "nothing is decided during the first epoch", test_looking_before_the_second_epoch);
 	CU_add_test(s, "copies under the smallest row are ignored", test_small_copies_are_ignored);
 	CU_add_test(s, "reset forgets everything", test_reset_forgets);
+	CU_add_test(s, "copies of ever-changing sizes neither hold up the decision nor grow memory",
+		    test_changing_sizes);
 	CU_add_test(s, "concurrent observers skip a busy module and leave it consistent",
 		    test_concurrent_observers);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
