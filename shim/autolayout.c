@@ -113,7 +113,7 @@
 #define AL_MAX_TABLES (AL_MAX_SIZES * AL_SIZE_CANDS)  /* row sizes with a table */
 #define AL_SLOT_BUDGET (256u << 10)     /* table slots in all (8 bytes each: 2 MiB) */
 #define AL_CAP 2048                     /* fingerprints kept per row size */
-#define AL_SAMPLE_ROWS 256              /* rows sampled per copy, about, at first */
+#define AL_SAMPLE_ROWS 64               /* rows sampled per copy, about, at first */
 #define AL_SLOTS_MIN 256                /* table slots at first */
 #define AL_SLOTS_MAX 4096               /* table slots per row size (load <= 1/2) */
 #define AL_RING 32                      /* copies of one size kept as evidence */
