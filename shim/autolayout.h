@@ -29,8 +29,10 @@
  * second epoch, or a copy or two later when another major family of copies
  * must find its row too (autolayout.c says exactly). The copy whose
  * autolayout_observe returned 1 may itself be pooled with the layout found.
- * In AUTOLAYOUT_SUGGEST mode (no layout set) it observes a bounded share of
- * the bytes, for the summary only.
+ * In AUTOLAYOUT_SUGGEST mode (no layout set, for the summary only) it
+ * observes the copies of the first 16 MiB, then 1/16 of the bytes, and
+ * decides the same way (so a short run is judged as in POOL mode; a long one
+ * from a share of its copies, later in the second epoch).
  *
  * NOTHING is stated after AL_NOTHING_COPIES copies and AL_NOTHING_BYTES
  * (64 copies, 256 MiB) of copies without any repeat. It is not final: the
@@ -69,25 +71,35 @@ enum autolayout_state {
 
 struct autolayout_result {
 	enum autolayout_state state;
-	struct layout layout;           /* FOUND: fixed-row specs, text set (layout_format) */
 	/*
-	 * One line for the summary and the dump, e.g. "rows of 3072 bytes
-	 * repeated in 96% of sampled rows over 33 copies of 196608 and 49152
-	 * bytes; 6144 repeated 0%" or, for NOTHING, "no row size repeated in
-	 * 64 copies (5.0 MiB): host-side random augmentation makes every
-	 * epoch unique".
+	 * FOUND: the rows found, largest first, priority 0, no whole:MIN,
+	 * is_auto 0, text set (layout_format). Empty otherwise.
+	 */
+	struct layout layout;
+	/*
+	 * One line for the summary and the dump. FOUND: "rows of 3072 bytes
+	 * repeated in 100% of 64 sampled rows of 196608-byte copies (6144: 0%
+	 * of 32); 64 copies observed (6.1 MiB)" (one clause per row, the next
+	 * larger candidate in brackets). NOTHING: "no row size repeated in 112
+	 * copies (257.2 MiB observed): every copy is new; host-side random
+	 * augmentation is the usual cause". LOOKING: "no row repeated yet in
+	 * 63 copies (5.9 MiB observed); rows of a reshuffled dataset repeat
+	 * from the second epoch on", or "rows repeat, the row size is not
+	 * settled yet in ...".
 	 */
 	char evidence[256];
 	uint64_t observed_copies;
-	uint64_t observed_bytes;
+	uint64_t observed_bytes;        /* bytes of the copies observed */
 	uint64_t hashed_bytes;          /* bytes read to hash them (at most observed_bytes * 2) */
-	uint64_t memory;                /* bytes the module holds now */
+	uint64_t memory;                /* bytes the module has allocated now */
 	/*
-	 * The copy sizes observed (most bytes first) and the row found for each
-	 * (0: none). The layout's rule "the largest row dividing the copy
-	 * wins" can cut a size at another family's row (masks of 8192-byte rows
-	 * in copies of 64 rows are also 16 rows of 32768 bytes): a caller that
-	 * pools by copy size can use this table instead.
+	 * The copy sizes tracked (most bytes first), the bytes observed of each
+	 * and the row found for it so far (0: none; the last, partial batch of
+	 * an epoch usually has none and is cut by layout_match). The layout's
+	 * rule "the largest row dividing the copy wins" can cut a size at
+	 * another family's row (masks of 8192-byte rows in copies of 64 rows
+	 * are also 16 rows of 32768 bytes, the images' row): a caller that pools
+	 * by copy size can take the row here first, layout_match otherwise.
 	 */
 	int nsizes;
 	struct autolayout_size {
