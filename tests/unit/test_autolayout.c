@@ -10,9 +10,12 @@
  */
 #include <CUnit/Basic.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "autolayout.h"
 
@@ -633,13 +636,31 @@ static void *concurrent_loader(void *arg)
 	return NULL;
 }
 
+static atomic_int reader_stop;
+
+/* Asks for the result until told to stop; checks what must always hold. */
+static void *concurrent_reader(void *arg)
+{
+	struct autolayout_result r;
+	int *bad = arg;
+
+	while (!atomic_load(&reader_stop)) {
+		autolayout_result(&r);
+		if (!memchr(r.evidence, '\0', sizeof(r.evidence)) || r.nsizes > AUTOLAYOUT_MAX_SIZES ||
+		    (r.state == AUTOLAYOUT_FOUND) != (r.layout.nrows > 0))
+			*bad = 1;
+	}
+	return NULL;
+}
+
 static void test_concurrent_observers(void)
 {
 	struct loader l[4];
-	pthread_t t[4];
+	pthread_t t[4], reader;
 	struct autolayout_result r;
 	uint64_t eligible = 0;
 	unsigned decisions = 0;
+	int bad = 0;
 
 	/*
 	 * Four loaders at once: a copy that finds the module busy is skipped,
@@ -652,6 +673,8 @@ static void test_concurrent_observers(void)
 					.seed = 30 + (uint64_t)i };
 		loader_init(&l[i]);
 	}
+	atomic_store(&reader_stop, 0);
+	CU_ASSERT_FATAL(pthread_create(&reader, NULL, concurrent_reader, &bad) == 0);
 	for (int i = 0; i < 4; i++)
 		CU_ASSERT_FATAL(pthread_create(&t[i], NULL, concurrent_loader, &l[i]) == 0);
 	for (int i = 0; i < 4; i++) {
@@ -659,8 +682,11 @@ static void test_concurrent_observers(void)
 		eligible += l[i].eligible;
 		decisions += l[i].decisions;
 	}
+	atomic_store(&reader_stop, 1);
+	pthread_join(reader, NULL);
+	CU_ASSERT_EQUAL(bad, 0);
 	autolayout_result(&r);
-	CU_ASSERT(r.observed_copies >= 1 && r.observed_copies <= eligible);
+	CU_ASSERT(r.observed_copies <= eligible);   /* a tight reader can keep it busy throughout */
 	CU_ASSERT(decisions <= 1);
 	CU_ASSERT(r.state != AUTOLAYOUT_NOTHING);
 	if (r.state == AUTOLAYOUT_FOUND)
@@ -677,6 +703,37 @@ static void test_concurrent_observers(void)
 		loader_free(&l[i]);
 	}
 	CU_ASSERT_EQUAL(decisions, 1);
+	autolayout_reset();
+}
+
+static void test_forked_child(void)
+{
+	struct loader l = { .samples = 500, .row = 3072, .batch = 64, .labels = 1, .seed = 23 };
+	int status = 0;
+	pid_t pid;
+
+	/* The parent saw an epoch; the child forgets it and finds the row on its own. */
+	autolayout_setup(AUTOLAYOUT_POOL);
+	loader_init(&l);
+	loader_run(&l, 1, 1);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		struct autolayout_result r;
+
+		autolayout_reset();
+		autolayout_result(&r);
+		if (r.observed_copies != 0 || r.memory != 0)
+			_exit(1);
+		autolayout_setup(AUTOLAYOUT_POOL);
+		loader_run(&l, 2, 3);
+		autolayout_result(&r);
+		_exit(r.state == AUTOLAYOUT_FOUND && strcmp(r.layout.text, "3072") == 0 &&
+		      l.decided_epoch == 3 ? 0 : 2);
+	}
+	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	loader_free(&l);
 	autolayout_reset();
 }
 
@@ -721,6 +778,8 @@ int main(void)
 		    test_changing_sizes);
 	CU_add_test(s, "concurrent observers skip a busy module and leave it consistent",
 		    test_concurrent_observers);
+	CU_add_test(s, "a forked child forgets the parent's observations and finds the row itself",
+		    test_forked_child);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failures = (int)CU_get_number_of_failures();
