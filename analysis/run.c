@@ -696,16 +696,13 @@ static void run_preflight(const struct run_options *o)
 		return;
 	switch (v) {
 	case INSPECT_STATIC:
-		fprintf(stderr, "vrampool run: warning: the copies of %s will not be seen: %s\n"
-			"  rebuild it with `nvcc -cudart shared`; running it anyway.\n",
-			esc(o->cmd[0]), why);
-		break;
 	case INSPECT_UNREACHABLE:
 	case INSPECT_DRIVER:
 	case INSPECT_OTHER:
 	case INSPECT_PROVIDER:
-		fprintf(stderr, "vrampool run: warning: the copies of %s will not be seen: %s\n",
-			esc(o->cmd[0]), why);
+		fprintf(stderr, "vrampool run: warning: the copies of %s will not be seen: %s\n"
+			"  (`vrampool inspect %s` says what to do); running it anyway.\n",
+			esc(o->cmd[0]), why, esc(o->cmd[0]));
 		break;
 	case INSPECT_NONE:
 		if (o->verbose)
