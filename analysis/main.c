@@ -84,6 +84,10 @@ int main(int argc, char **argv)
 	if (is_help(argv[1])) {
 		if (argc > 2 && !is_help(argv[2])) {
 			cmd = subcommand_find(argv[2]);
+			if (!cmd && strcmp(argv[2], "version") == 0) {
+				printf("usage: vrampool version (or vrampool --version)\n\nPrints the version of the command.\n");
+				return TOOL_EXIT_OK;
+			}
 			if (!cmd) {
 				fprintf(stderr, "vrampool: unknown command '%s'\n", esc(argv[2]));
 				usage_all(stderr);

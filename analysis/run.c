@@ -794,14 +794,17 @@ static int run_parse(struct run_options *o, int argc, char **argv)
 static void run_report_one(struct dump *all, int n, const struct run_target *t,
 			   const struct run_options *o)
 {
-	int k = run_keep_copiers(all, n, t->pid);
+	int k = run_keep_copiers(all, n, t->pid), i;
 
 	if (k == 1) {
 		run_name(&all[0], t, o);
 		report_print_one(stderr, &all[0]);
-	} else {
-		report_print_columns(stderr, all, k);
+		return;
 	}
+	/* The private directory goes away: name each dump by its process. */
+	for (i = 0; i < k && t->tmpdir[0]; i++)
+		snprintf(all[i].path, sizeof(all[i].path), "%.4000s, pid %lld", o->cmd[0], all[i].pid);
+	report_print_columns(stderr, all, k);
 }
 
 /* Sums the copiers among the N dumps of one --ab run into D. */
