@@ -4,7 +4,8 @@
 #   make test            install missing deps, build, run every test this machine can run
 #   make demo            the trainer with and without the shim, then the A/B report
 #   make bench           benchmarks (ratios against baselines measured in the same run)
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local     command, library, man page (man vrampool)
+#   make uninstall PREFIX=/usr/local   removes what install put there
 #   make ptx             refresh the committed shim/gather.ptx with nvcc
 #   make clean; make SANITIZE=address,undefined test   the vrampool command sanitized too
 #
@@ -17,6 +18,10 @@ CUDA_HOME ?= /usr/local/cuda
 PREFIX    ?= /usr/local
 CC        ?= cc
 B         := build
+VERSION   := 0.2.0
+
+# Plain `make` builds everything a user reads about, not the first rule below.
+.DEFAULT_GOAL := all
 
 WARN   := -std=c11 -Wall -Wextra -Wpedantic -Wstrict-prototypes \
           -Wmissing-prototypes -Wvla -Werror
@@ -88,14 +93,45 @@ $(B)/libvrampool.so: $(SHIM_OBJ) $(GATHER_OBJ) shim/libvrampool.map
 		-Wl,-z,defs -Wl,-soname,libvrampool.so -pthread -ldl
 
 # ---- the vrampool command ---------------------------------------------------
+# It links the library's own parser of the VRAMPOOL_* variables (config,
+# layout, log), compiled here separately, so `vrampool run` rejects what the
+# library would; libelf (inspect), jansson (dumps), cairo and fontconfig
+# (report --plot).
 TOOL_SRC := $(wildcard analysis/*.c)
 TOOL_OBJ := $(TOOL_SRC:analysis/%.c=$(B)/analysis/%.o)
+TOOL_SHIM := config layout log
+TOOL_SHIM_OBJ := $(TOOL_SHIM:%=$(B)/analysis/shim/%.o)
+CAIRO_CFLAGS := $(shell pkg-config --cflags cairo fontconfig 2>/dev/null || echo -I/usr/include/cairo)
+TOOL_CFLAGS := $(CFLAGS_COMMON) $(SANFLAGS) -Ishim $(CAIRO_CFLAGS) -DVRAMPOOL_VERSION='"$(VERSION)"'
+TOOL_LIBS := -lelf -ljansson -lcairo -lfontconfig -lm
 
-$(B)/analysis/%.o: analysis/%.c $(wildcard analysis/*.h) | $(B)/analysis
+$(B)/analysis/%.o: analysis/%.c $(wildcard analysis/*.h) shim/config.h shim/layout.h | $(B)/analysis
+	$(CC) $(TOOL_CFLAGS) -c -o $@ $<
+
+$(B)/analysis/shim/%.o: shim/%.c $(wildcard shim/*.h) | $(B)/analysis/shim
 	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -c -o $@ $<
 
-$(B)/vrampool: $(TOOL_OBJ)
-	$(CC) $(SANFLAGS) -o $@ $(TOOL_OBJ) -lelf -ljansson -lm
+$(B)/vrampool: $(TOOL_OBJ) $(TOOL_SHIM_OBJ)
+	$(CC) $(SANFLAGS) -o $@ $(TOOL_OBJ) $(TOOL_SHIM_OBJ) $(TOOL_LIBS)
+
+# The manual page, vrampool(1), made from docs/vrampool.md by a small awk
+# converter (no pandoc needed); `man -l build/vrampool.1` shows it.
+$(B)/vrampool.1: docs/vrampool.md analysis/md2man.awk | $(B)
+	awk -v version="$(VERSION)" -f analysis/md2man.awk docs/vrampool.md >$@.tmp && mv $@.tmp $@
+
+# The command's unit tests (tests/tool/test_*.c): its modules linked
+# directly and sanitized, as the shim's are.
+TOOLTEST_SRC := $(wildcard tests/tool/test_*.c)
+TOOLTEST_BIN := $(TOOLTEST_SRC:tests/tool/test_%.c=$(B)/unit/test_tool_%)
+TOOLTEST_OBJ := $(filter-out $(B)/unit/tool/main.o,$(TOOL_SRC:analysis/%.c=$(B)/unit/tool/%.o)) \
+                $(TOOL_SHIM:%=$(B)/unit/obj/%.o)
+
+$(B)/unit/tool/%.o: analysis/%.c $(wildcard analysis/*.h) | $(B)/unit/tool
+	$(CC) $(CFLAGS_COMMON) $(UNITSAN) -Ishim $(CAIRO_CFLAGS) -DVRAMPOOL_VERSION='"$(VERSION)"' -c -o $@ $<
+
+$(B)/unit/test_tool_%: tests/tool/test_%.c $(TOOLTEST_OBJ)
+	$(CC) $(CFLAGS_COMMON) $(UNITSAN) -Ianalysis -Ishim $(CAIRO_CFLAGS) -o $@ $< $(TOOLTEST_OBJ) \
+		-lcunit $(TOOL_LIBS)
 
 # ---- the emulated device (test equipment, never shipped) -------------------
 FAKE_SRC := $(wildcard tests/fakecuda/*.c)
@@ -166,8 +202,8 @@ $(B)/gpu/gather_check: tests/gpu/gather_check.c $(CORE_OBJ) $(GATHER_OBJ) | $(B)
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -Ishim -o $@ $< $(CORE_OBJ) $(GATHER_OBJ) -ldl -lm
 
 # ---- top-level targets ------------------------------------------------------
-TARGETS := $(B)/libvrampool.so $(B)/vrampool $(B)/fakecuda/libcudart.so.13 \
-           $(FAKECHECK_BIN) $(APP_BIN) $(UNIT_BIN) $(BENCH_BIN) $(B)/gpu/gather_check
+TARGETS := $(B)/libvrampool.so $(B)/vrampool $(B)/vrampool.1 $(B)/fakecuda/libcudart.so.13 \
+           $(FAKECHECK_BIN) $(APP_BIN) $(UNIT_BIN) $(TOOLTEST_BIN) $(BENCH_BIN) $(B)/gpu/gather_check
 
 all: $(TARGETS)
 
@@ -186,16 +222,26 @@ bench: deps
 	$(MAKE) all
 	CUDA_HOME=$(CUDA_HOME) scripts/bench.sh
 
-install: $(B)/libvrampool.so $(B)/vrampool
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/vrampool
+MANDIR := $(PREFIX)/share/man/man1
+
+install: $(B)/libvrampool.so $(B)/vrampool $(B)/vrampool.1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/vrampool $(DESTDIR)$(MANDIR)
 	install -m 0755 $(B)/vrampool $(DESTDIR)$(PREFIX)/bin/vrampool
 	install -m 0755 $(B)/libvrampool.so $(DESTDIR)$(PREFIX)/lib/vrampool/libvrampool.so
+	install -m 0644 $(B)/vrampool.1 $(DESTDIR)$(MANDIR)/vrampool.1
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/vrampool \
+	      $(DESTDIR)$(PREFIX)/lib/vrampool/libvrampool.so \
+	      $(DESTDIR)$(MANDIR)/vrampool.1
+	-rmdir $(DESTDIR)$(PREFIX)/lib/vrampool 2>/dev/null || true
 
 clean:
 	rm -rf $(B)
 
-$(B)/shim $(B)/analysis $(B)/fakecuda/obj $(B)/fakecuda/check $(B)/apps $(B)/unit/obj $(B)/bench $(B)/gpu:
+$(B) $(B)/shim $(B)/analysis $(B)/analysis/shim $(B)/fakecuda/obj $(B)/fakecuda/check $(B)/apps \
+$(B)/unit/obj $(B)/unit/tool $(B)/bench $(B)/gpu:
 	mkdir -p $@
 
-.PHONY: all deps test demo bench install clean ptx
+.PHONY: all deps test demo bench install uninstall clean ptx
 .SECONDARY:

@@ -2,97 +2,63 @@
  * inspect.c: `vrampool inspect FILE...`, will a program's host-to-device
  * copies be seen by the preloaded library?
  *
- * A preloaded object sees a call only when the call goes through the dynamic
- * linker: the program must import cudaMemcpy / cudaMemcpyAsync from a shared
- * libcudart. nvcc links the runtime statically by default, and then every
- * copy is a direct call inside the binary, invisible to any preload. This
- * file reads each ELF object with libelf/gelf (the idioms of elfutils'
- * elfclassify.c), classifies it, resolves its DT_NEEDED entries the way
- * ld.so does (DT_RPATH when there is no DT_RUNPATH, LD_LIBRARY_PATH,
- * DT_RUNPATH, the ld.so cache, the default directories; $ORIGIN, $LIB and
- * $PLATFORM expanded), walks the result recursively (each object once,
- * bounded depth) and prints one verdict per file and one overall.
+ * A preloaded object sees a call when the call goes through the dynamic
+ * linker. There are three routes, and this command names the one a file
+ * takes: it imports the copies from a shared libcudart (cudaMemcpy*); it
+ * imports them from the driver (cuMemcpyHtoD*); or it reaches the driver's
+ * entry points itself, with dlopen("libcuda.so.1") and dlsym, then
+ * cuGetProcAddress, which is what a statically linked runtime (nvcc's
+ * default) does, and which the shim interposes too. What stays out of
+ * reach: a statically linked executable (no dynamic linker, so no preload),
+ * a runtime carried inside a file that imports no dlsym, and copy entry
+ * points the shim does not interpose.
  *
- * The evidence for a statically linked runtime, strongest first: a defined
- * cudaMemcpyAsync / cudaGetErrorString or a __cudart / cudart:: symbol in
- * .symtab; when the binary is stripped, the runtime's error-name table
- * (the string "cudaErrorMemoryAllocation") in read-only data of a file that
- * imports no runtime function. Device code (.nv_fatbin) is reported as a
- * hint only: a -cudart shared program carries it too.
+ * The facts of each file come from elf_facts.c (libelf), the files from
+ * loader.c (ld.so's search order, $PATH, #!, pyenv); this file walks the
+ * DT_NEEDED closure (each object once, bounded depth), draws one verdict
+ * per file and one overall, and words the advice for the file it is about:
+ * a program of yours can be rebuilt, a vendor library (NVIDIA's) cannot.
  */
+#include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <gelf.h>
 #include <getopt.h>
-#include <libelf.h>
-#include <ar.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
+#include "elf_facts.h"
+#include "loader.h"
 #include "vrampool.h"
 
-#define MAX_NEEDED 256		/* DT_NEEDED entries kept per object */
 #define MAX_OBJECTS 1024	/* objects walked per invocation */
 #define MAX_DEPTH 32		/* DT_NEEDED nesting */
 #define MAX_SCRIPT_HOPS 4	/* #! interpreters that are scripts themselves */
 
-/* The copy entry points the shim interposes (DESIGN.md). */
-static const char *const interposed_copies[] = {
-	"cudaMemcpy", "cudaMemcpyAsync", "cudaMemcpyAsync_ptsz", "cudaMemcpy_ptds",
+/* Library names NVIDIA ships (the toolkit, cuDNN, NCCL, the driver). */
+static const char *const vendor_prefixes[] = {
+	"libcublas", "libcudart", "libcufft", "libcurand", "libcusolver", "libcusparse",
+	"libcudnn", "libnccl", "libnvrtc", "libnvJitLink", "libnvblas", "libnvjpeg",
+	"libnpp", "libcupti", "libnvperf", "libnvToolsExt", "libnvtx3interop", "libnvvm",
+	"libcheckpoint", "libpcsamplingutil", "libcuda.", "libcufile", "libnvidia-",
+	"libcutensor", "libcudss", "libnvshmem", "libnvfatbin", "libnvptxcompiler",
 };
 
-/* Symbols whose definition means the runtime itself is inside the object. */
-static const char *const runtime_definitions[] = {
-	"cudaMemcpyAsync", "cudaMemcpy", "cudaMalloc", "cudaGetErrorString",
-	"cudaMemcpyAsync_ptsz", "cudaLaunchKernel",
-};
-
-/* The runtime's error-name table survives stripping. */
-static const char runtime_signature[] = "cudaErrorMemoryAllocation";
-
-/* What one ELF object tells about its use of CUDA. */
-struct elf_facts {
-	int elfclass;
-	int machine;
-	int type;
-	bool executable;		/* has PT_INTERP */
-	bool has_symtab;
-	bool device_code;		/* .nv_fatbin or .nvFatBinSegment */
-	bool provides;			/* a shared object exporting the copies */
-	bool has_rpath, has_runpath;
-	char soname[256];
-	char rpath[4096];
-	char runpath[4096];
-	char *needed[MAX_NEEDED];
-	int nneeded;
-	char seen[256];			/* imported interposed copies */
-	char other_copies[256];		/* imported copies not interposed */
-	char driver[256];		/* imported driver copies */
-	int runtime_imports;		/* cuda* / __cuda* imports */
-	int driver_imports;		/* cu[A-Z]* imports */
-	bool imports_dlopen;
-	bool driver_dlopen;		/* dlopens libcuda.so.1 itself */
-	char static_evidence[128];	/* why we think the runtime is inside */
+/* What one file is, and the verdict drawn from its facts. */
+struct file_verdict {
 	enum inspect_verdict verdict;
-	char why[512];
+	bool vendor;			/* a library NVIDIA ships */
+	bool program;			/* an executable (started by ld.so, or static) */
+	char why[768];
 };
 
-/* A loader in the chain that led to an object: its RPATH applies below it. */
-struct loader_chain {
-	const char *rpath;		/* NULL when absent or overridden by RUNPATH */
-	const char *origin;		/* directory of the loader, for $ORIGIN */
-	const struct loader_chain *up;
-};
-
-/* An entry of `ldconfig -p`. */
-struct cache_entry {
-	char *name;
+/* A file already walked, and the name it was first met by. */
+struct visited {
+	dev_t dev;
+	ino_t ino;
 	char *path;
 };
 
@@ -101,333 +67,21 @@ struct walk {
 	bool verbose;			/* print every dependency */
 	bool follow;			/* walk DT_NEEDED */
 	FILE *out;			/* NULL: print nothing */
-	struct { dev_t dev; ino_t ino; } *seen_objects;
-	int nseen_objects;
-	struct cache_entry *cache;
-	int ncache;
-	bool cache_loaded;
+	struct visited *visited;
+	int nvisited;
+	struct loader_cache cache;
 	int hidden;			/* dependencies with no CUDA use, not printed */
 	/* The overall verdict and the files that decided it. */
-	enum inspect_verdict worst;	/* largest verdict other than SEEN */
-	int nseen, nstatic, ndriver;
-	char seen_file[PATH_MAX], worst_file[PATH_MAX];
-	char worst_why[512];
+	enum inspect_verdict best_seen;	/* the most direct route seen, or NONE */
+	enum inspect_verdict worst;	/* largest verdict that is not a SEEN kind */
+	int nseen, nunseen_runtime;
+	bool worst_vendor, worst_program;
+	bool python;			/* an interpreter named python* was inspected */
+	char seen_file[PATH_MAX], worst_file[PATH_MAX], unseen_file[PATH_MAX];
+	char worst_why[768];
 	bool error;
-	char error_msg[512];
+	char error_msg[1024];
 };
-
-/* Appends NAME to the comma-separated list LIST unless already there. */
-static void list_add(char *list, size_t size, const char *name)
-{
-	size_t len = strlen(list), nlen = strlen(name);
-	const char *p = list;
-
-	while ((p = strstr(p, name)) != NULL) {
-		if ((p == list || p[-2] == ',') && (p[nlen] == '\0' || p[nlen] == ','))
-			return;
-		p += nlen;
-	}
-	if (len + nlen + 3 >= size)
-		return;
-	if (len)
-		strcat(list, ", ");
-	strcat(list, name);
-}
-
-/* Returns whether NAME is one of the N strings of TABLE. */
-static bool name_in(const char *name, const char *const *table, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (strcmp(name, table[i]) == 0)
-			return true;
-	return false;
-}
-
-#define NAME_IN(name, table) name_in(name, table, sizeof(table) / sizeof(table[0]))
-
-/* Frees the DT_NEEDED names of F. */
-static void elf_facts_release(struct elf_facts *f)
-{
-	int i;
-
-	for (i = 0; i < f->nneeded; i++) {
-		free(f->needed[i]);
-		f->needed[i] = NULL;
-	}
-	f->nneeded = 0;
-}
-
-/* Records what one symbol says: an import, an export or a static runtime. */
-static void elf_facts_symbol(struct elf_facts *f, const char *name,
-			     const GElf_Sym *sym, bool dynamic)
-{
-	bool undefined = sym->st_shndx == SHN_UNDEF;
-	int bind = GELF_ST_BIND(sym->st_info);
-
-	if (!name[0])
-		return;
-	if (undefined && dynamic) {
-		if (NAME_IN(name, interposed_copies))
-			list_add(f->seen, sizeof(f->seen), name);
-		else if (strncmp(name, "cudaMemcpy", 10) == 0)
-			list_add(f->other_copies, sizeof(f->other_copies), name);
-		if (strcmp(name, "dlopen") == 0)
-			f->imports_dlopen = true;
-		if (strncmp(name, "cuda", 4) == 0 || strncmp(name, "__cuda", 6) == 0)
-			f->runtime_imports++;
-		else if (name[0] == 'c' && name[1] == 'u' && name[2] >= 'A' && name[2] <= 'Z') {
-			f->driver_imports++;
-			if (strncmp(name, "cuMemcpy", 8) == 0)
-				list_add(f->driver, sizeof(f->driver), name);
-		}
-		return;
-	}
-	if (undefined)
-		return;
-	if (dynamic && (bind == STB_GLOBAL || bind == STB_WEAK) &&
-	    NAME_IN(name, interposed_copies) && !f->executable) {
-		f->provides = true;
-		return;
-	}
-	if (f->static_evidence[0])
-		return;
-	if (NAME_IN(name, runtime_definitions) || strncmp(name, "__cudart", 8) == 0 ||
-	    strncmp(name, "_ZN6cudart", 10) == 0)
-		snprintf(f->static_evidence, sizeof(f->static_evidence),
-			 "defines %s", name);
-}
-
-/* Reads the symbols of one SHT_SYMTAB or SHT_DYNSYM section. */
-static void elf_facts_symbols(struct elf_facts *f, Elf *elf, Elf_Scn *scn,
-			      const GElf_Shdr *sh)
-{
-	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t i, n;
-	GElf_Sym sym;
-	const char *name;
-
-	if (!data || !sh->sh_entsize)
-		return;
-	n = sh->sh_size / sh->sh_entsize;
-	for (i = 1; i < n; i++) {
-		if (!gelf_getsym(data, (int)i, &sym))
-			break;
-		name = elf_strptr(elf, sh->sh_link, sym.st_name);
-		if (name)
-			elf_facts_symbol(f, name, &sym, sh->sh_type == SHT_DYNSYM);
-	}
-}
-
-/* Reads DT_NEEDED, DT_SONAME, DT_RPATH and DT_RUNPATH. */
-static void elf_facts_dynamic(struct elf_facts *f, Elf *elf, Elf_Scn *scn,
-			      const GElf_Shdr *sh)
-{
-	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t i, n;
-	GElf_Dyn dyn;
-	const char *s;
-
-	if (!data || !sh->sh_entsize)
-		return;
-	n = sh->sh_size / sh->sh_entsize;
-	for (i = 0; i < n; i++) {
-		if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag == DT_NULL)
-			break;
-		if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_SONAME &&
-		    dyn.d_tag != DT_RPATH && dyn.d_tag != DT_RUNPATH)
-			continue;
-		s = elf_strptr(elf, sh->sh_link, dyn.d_un.d_val);
-		if (!s)
-			continue;
-		if (dyn.d_tag == DT_NEEDED && f->nneeded < MAX_NEEDED) {
-			f->needed[f->nneeded] = strdup(s);
-			if (f->needed[f->nneeded])
-				f->nneeded++;
-		} else if (dyn.d_tag == DT_SONAME) {
-			snprintf(f->soname, sizeof(f->soname), "%s", s);
-		} else if (dyn.d_tag == DT_RPATH) {
-			f->has_rpath = true;
-			snprintf(f->rpath, sizeof(f->rpath), "%s", s);
-		} else {
-			f->has_runpath = true;
-			snprintf(f->runpath, sizeof(f->runpath), "%s", s);
-		}
-	}
-}
-
-/* Looks for NEEDLE in read-only data: the strings of a stripped runtime. */
-static bool elf_has_string(Elf *elf, const char *needle)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	Elf_Data *data;
-	size_t shstrndx;
-	const char *name;
-
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return false;
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
-		    !(sh.sh_flags & SHF_ALLOC) || (sh.sh_flags & SHF_EXECINSTR))
-			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (!name || strncmp(name, ".rodata", 7) != 0)
-			continue;
-		data = elf_rawdata(scn, NULL);
-		if (data && data->d_buf &&
-		    memmem(data->d_buf, data->d_size, needle, strlen(needle)))
-			return true;
-	}
-	return false;
-}
-
-/* Decides F's verdict from its facts and writes the reason. */
-static void elf_facts_decide(struct elf_facts *f)
-{
-	if (f->seen[0]) {
-		f->verdict = INSPECT_SEEN;
-		snprintf(f->why, sizeof(f->why),
-			 "seen: imports %s from the shared CUDA runtime", f->seen);
-	} else if (f->provides) {
-		f->verdict = INSPECT_PROVIDER;
-		snprintf(f->why, sizeof(f->why),
-			 "provides the CUDA runtime API itself (libcudart, or a library that interposes it)");
-	} else if (f->static_evidence[0]) {
-		f->verdict = INSPECT_STATIC;
-		snprintf(f->why, sizeof(f->why),
-			 "not seen: carries the CUDA runtime inside itself (static runtime: %s%s)",
-			 f->static_evidence, f->has_symtab ? "" : ", stripped");
-	} else if (f->driver_imports && !f->runtime_imports) {
-		f->verdict = INSPECT_DRIVER;
-		snprintf(f->why, sizeof(f->why),
-			 "not seen by this version: calls the CUDA driver API directly%s%s%s",
-			 f->driver[0] ? " (" : "", f->driver, f->driver[0] ? ")" : "");
-	} else if (f->driver_dlopen) {
-		f->verdict = INSPECT_DRIVER;
-		snprintf(f->why, sizeof(f->why),
-			 "not seen by this version: loads the CUDA driver itself (dlopen of libcuda.so.1)");
-	} else if (f->runtime_imports) {
-		f->verdict = INSPECT_RUNTIME_OTHER;
-		snprintf(f->why, sizeof(f->why),
-			 "uses the shared CUDA runtime but imports no copy that vrampool interposes%s%s%s",
-			 f->other_copies[0] ? " (only " : "", f->other_copies,
-			 f->other_copies[0] ? ")" : "");
-	} else {
-		f->verdict = INSPECT_NONE;
-		snprintf(f->why, sizeof(f->why), "no CUDA use%s",
-			 f->device_code ? " found, though it holds device code" : "");
-	}
-}
-
-/*
- * Reads the ELF object open on FD (of SIZE bytes) into F. Returns 0, or
- * -EINVAL with a message in ERR for input that is not a usable ELF object.
- */
-static int elf_facts_read(struct elf_facts *f, int fd, off_t size,
-			  char *err, size_t err_size)
-{
-	Elf *elf;
-	GElf_Ehdr eh;
-	GElf_Shdr sh;
-	GElf_Phdr ph;
-	Elf_Scn *scn = NULL;
-	size_t shstrndx, nphdr, i;
-	const char *name;
-	int ret = -EINVAL;
-
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf) {
-		snprintf(err, err_size, "cannot read as ELF: %s", elf_errmsg(-1));
-		return -EINVAL;
-	}
-	if (elf_kind(elf) == ELF_K_AR) {
-		snprintf(err, err_size,
-			 "an ar archive (a static library): inspect the program linked from it");
-		goto out_close_elf;
-	}
-	if (elf_kind(elf) != ELF_K_ELF) {
-		snprintf(err, err_size, "not an ELF object (nor a #! script)");
-		goto out_close_elf;
-	}
-	if (!gelf_getehdr(elf, &eh)) {
-		snprintf(err, err_size, "truncated or corrupt ELF header: %s", elf_errmsg(-1));
-		goto out_close_elf;
-	}
-	f->elfclass = gelf_getclass(elf);
-	f->machine = eh.e_machine;
-	f->type = eh.e_type;
-	if (f->elfclass != ELFCLASS64) {
-		snprintf(err, err_size,
-			 "a 32-bit ELF object: CUDA has no 32-bit host runtime here, nothing to inspect");
-		goto out_close_elf;
-	}
-	if (eh.e_type == ET_CORE) {
-		snprintf(err, err_size, "a core dump, not a program or library");
-		goto out_close_elf;
-	}
-	if (eh.e_shoff > (uint64_t)size ||
-	    (uint64_t)eh.e_shnum * eh.e_shentsize > (uint64_t)size - eh.e_shoff) {
-		snprintf(err, err_size,
-			 "truncated ELF: the section headers end past the end of the file (%lld bytes)",
-			 (long long)size);
-		goto out_close_elf;
-	}
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0 || elf_getphdrnum(elf, &nphdr) != 0) {
-		snprintf(err, err_size, "corrupt ELF: %s", elf_errmsg(-1));
-		goto out_close_elf;
-	}
-	for (i = 0; i < nphdr; i++)
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_INTERP)
-			f->executable = true;
-	/* Every section must lie inside the file before any is read. */
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		if (!gelf_getshdr(scn, &sh)) {
-			snprintf(err, err_size, "corrupt section header: %s", elf_errmsg(-1));
-			goto out_close_elf;
-		}
-		if (sh.sh_type != SHT_NOBITS &&
-		    (sh.sh_offset > (uint64_t)size || sh.sh_size > (uint64_t)size - sh.sh_offset)) {
-			snprintf(err, err_size,
-				 "truncated ELF: a section ends at byte %llu, past the end of the file (%lld bytes)",
-				 (unsigned long long)(sh.sh_offset + sh.sh_size), (long long)size);
-			goto out_close_elf;
-		}
-	}
-	/* The dynamic section first: whether the object exports depends on it. */
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		if (sh.sh_type == SHT_DYNAMIC)
-			elf_facts_dynamic(f, elf, scn, &sh);
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (name && (strcmp(name, ".nv_fatbin") == 0 ||
-			     strcmp(name, ".nvFatBinSegment") == 0))
-			f->device_code = true;
-	}
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		if (sh.sh_type == SHT_SYMTAB)
-			f->has_symtab = true;
-		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM)
-			elf_facts_symbols(f, elf, scn, &sh);
-	}
-	if (!f->seen[0] && !f->provides && !f->static_evidence[0] &&
-	    !f->runtime_imports && elf_has_string(elf, runtime_signature))
-		snprintf(f->static_evidence, sizeof(f->static_evidence),
-			 "the runtime's error-name strings%s",
-			 f->device_code ? " and device code" : "");
-	if (!f->seen[0] && !f->provides && !f->static_evidence[0] &&
-	    !f->runtime_imports && f->imports_dlopen && elf_has_string(elf, "libcuda.so.1"))
-		f->driver_dlopen = true;
-	elf_facts_decide(f);
-	ret = 0;
-out_close_elf:
-	elf_end(elf);
-	return ret;
-}
 
 /* Prints to the walk's output, if it has one. */
 static void walk_print(struct walk *w, const char *fmt, ...)
@@ -444,91 +98,161 @@ static void walk_print(struct walk *w, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Records an error of a file named on the command line. */
+/* Records an error of a file named on the command line (MSG is escaped already). */
 static void walk_error(struct walk *w, const char *path, const char *msg)
 {
 	w->error = true;
-	snprintf(w->error_msg, sizeof(w->error_msg), "%s: %s", path, msg);
+	snprintf(w->error_msg, sizeof(w->error_msg), "%s: %s", esc(path), msg);
 	if (w->out) {
 		fflush(w->out);
-		fprintf(stderr, "vrampool inspect: %s: %s\n", path, msg);
+		fprintf(stderr, "vrampool inspect: %s\n", w->error_msg);
 	}
 }
 
-/* Folds the verdict of PATH into the overall one. */
-static void walk_note(struct walk *w, const char *path, const struct elf_facts *f)
+/* The last component of PATH. */
+static const char *base_name(const char *path)
 {
-	if (f->verdict == INSPECT_SEEN) {
-		if (!w->nseen++)
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* Whether PATH (with facts F) is a library NVIDIA ships. */
+static bool vendor_file(const char *path, const struct elf_facts *f)
+{
+	const char *names[2] = { f->soname, base_name(path) };
+	char real[PATH_MAX];
+	size_t i, k;
+
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < sizeof(vendor_prefixes) / sizeof(vendor_prefixes[0]); i++)
+			if (names[k][0] && strncmp(names[k], vendor_prefixes[i],
+						   strlen(vendor_prefixes[i])) == 0)
+				return true;
+	if (!realpath(path, real))
+		return false;
+	return strncmp(real, "/usr/local/cuda", 15) == 0 || strstr(real, "/site-packages/nvidia/");
+}
+
+/* Whether PATH lies in a directory called "stubs" (the toolkit's link-time stubs). */
+static bool stub_file(const char *path)
+{
+	char real[PATH_MAX];
+	const char *p = realpath(path, real) ? real : path;
+	const char *slash = strrchr(p, '/');
+
+	if (!slash || slash == p)
+		return false;
+	return slash - p >= 6 && strncmp(slash - 6, "/stubs", 6) == 0;
+}
+
+/* Draws the verdict on one file from its facts, with the reason in V->why. */
+static void file_decide(struct file_verdict *v, const char *path, const struct elf_facts *f)
+{
+	bool entry = f->imports_dlsym;
+
+	memset(v, 0, sizeof(*v));
+	v->vendor = vendor_file(path, f);
+	v->program = f->interp || f->type == ET_EXEC;
+	if (f->runtime_copies[0]) {
+		v->verdict = INSPECT_SEEN;
+		snprintf(v->why, sizeof(v->why), "seen: imports %s from the shared CUDA runtime%s%s%s",
+			 f->runtime_copies, f->driver_copies[0] ? " and " : "", f->driver_copies,
+			 f->driver_copies[0] ? " from the CUDA driver" : "");
+	} else if (f->defines_runtime) {
+		v->verdict = INSPECT_PROVIDER;
+		snprintf(v->why, sizeof(v->why),
+			 "provides the CUDA runtime API itself (libcudart, or a library that interposes it)");
+	} else if (f->defines_driver) {
+		v->verdict = INSPECT_DRIVER;
+		if (stub_file(path))
+			snprintf(v->why, sizeof(v->why),
+				 "the CUDA driver (a stub): defines the driver API for linking only; at run time the NVIDIA driver's libcuda.so.1 is loaded instead");
+		else
+			snprintf(v->why, sizeof(v->why), "the CUDA driver: defines the driver API");
+	} else if (f->driver_copies[0]) {
+		v->verdict = INSPECT_SEEN_DRIVER;
+		snprintf(v->why, sizeof(v->why), "seen: imports %s from the CUDA driver",
+			 f->driver_copies);
+	} else if (f->static_evidence[0] && !f->dynamic && f->type == ET_EXEC) {
+		v->verdict = INSPECT_UNREACHABLE;
+		snprintf(v->why, sizeof(v->why),
+			 "not seen: statically linked (no dynamic linker runs in it, so nothing is preloaded), with the CUDA runtime inside (%s)",
+			 f->static_evidence);
+	} else if (f->static_evidence[0] && entry) {
+		v->verdict = INSPECT_SEEN_ENTRY;
+		snprintf(v->why, sizeof(v->why),
+			 "seen (through the driver entry points): carries the CUDA runtime inside itself (static runtime: %s%s), which takes the driver's functions with dlsym and cuGetProcAddress",
+			 f->static_evidence, f->has_symtab ? "" : ", stripped");
+	} else if (f->static_evidence[0]) {
+		v->verdict = INSPECT_STATIC;
+		snprintf(v->why, sizeof(v->why),
+			 "not seen: carries the CUDA runtime inside itself (static runtime: %s%s) and imports no dlsym to reach the driver's entry points",
+			 f->static_evidence, f->has_symtab ? "" : ", stripped");
+	} else if (f->names_driver && f->imports_dlopen && entry) {
+		v->verdict = INSPECT_SEEN_ENTRY;
+		snprintf(v->why, sizeof(v->why),
+			 "seen (through the driver entry points): loads the CUDA driver itself (dlopen of libcuda.so.1, then dlsym)");
+	} else if (f->runtime_imports || f->driver_imports) {
+		v->verdict = INSPECT_OTHER;
+		snprintf(v->why, sizeof(v->why),
+			 "uses the CUDA %s API but imports no copy that vrampool interposes%s%s%s",
+			 f->runtime_imports ? "runtime" : "driver",
+			 f->other_copies[0] ? " (only " : "", f->other_copies,
+			 f->other_copies[0] ? ")" : "");
+	} else {
+		v->verdict = INSPECT_NONE;
+		snprintf(v->why, sizeof(v->why), "no CUDA use%s",
+			 f->device_code ? " found, though it holds device code" : "");
+	}
+}
+
+/* Folds the verdict on PATH into the overall one. */
+static void walk_note(struct walk *w, const char *path, const struct file_verdict *v)
+{
+	if (inspect_verdict_seen(v->verdict)) {
+		if (!w->nseen++ || v->verdict > w->best_seen) {
+			w->best_seen = v->verdict;
 			snprintf(w->seen_file, sizeof(w->seen_file), "%s", path);
-		return;
-	}
-	if (f->verdict == INSPECT_STATIC)
-		w->nstatic++;
-	if (f->verdict == INSPECT_DRIVER)
-		w->ndriver++;
-	if (f->verdict > w->worst || (f->verdict == w->worst && !w->worst_file[0])) {
-		w->worst = f->verdict;
-		snprintf(w->worst_file, sizeof(w->worst_file), "%s", path);
-		snprintf(w->worst_why, sizeof(w->worst_why), "%s", f->why);
-	}
-}
-
-/* Returns whether the object FD was already walked, and marks it walked. */
-static bool walk_visited(struct walk *w, const struct stat *st)
-{
-	int i;
-	void *p;
-
-	for (i = 0; i < w->nseen_objects; i++)
-		if (w->seen_objects[i].dev == st->st_dev && w->seen_objects[i].ino == st->st_ino)
-			return true;
-	p = realloc(w->seen_objects, (size_t)(w->nseen_objects + 1) * sizeof(*w->seen_objects));
-	if (!p)
-		return true;
-	w->seen_objects = p;
-	w->seen_objects[w->nseen_objects].dev = st->st_dev;
-	w->seen_objects[w->nseen_objects].ino = st->st_ino;
-	w->nseen_objects++;
-	return false;
-}
-
-/* Loads `ldconfig -p` once: the ld.so cache, name => path. */
-static void walk_load_cache(struct walk *w)
-{
-	const char *ldconfig = access("/sbin/ldconfig", X_OK) == 0 ? "/sbin/ldconfig -p" :
-			       "/usr/sbin/ldconfig -p";
-	char line[PATH_MAX + 256], *name, *arrow, *end;
-	FILE *p;
-	void *grown;
-
-	w->cache_loaded = true;
-	p = popen(ldconfig, "r");
-	if (!p)
-		return;
-	while (fgets(line, sizeof(line), p)) {
-		name = line + strspn(line, " \t");
-		end = strchr(name, ' ');
-		arrow = strstr(name, " => ");
-		if (!end || !arrow)
-			continue;
-		*end = '\0';
-		arrow += 4;
-		arrow[strcspn(arrow, "\n")] = '\0';
-		grown = realloc(w->cache, (size_t)(w->ncache + 1) * sizeof(*w->cache));
-		if (!grown)
-			break;
-		w->cache = grown;
-		w->cache[w->ncache].name = strdup(name);
-		w->cache[w->ncache].path = strdup(arrow);
-		if (!w->cache[w->ncache].name || !w->cache[w->ncache].path) {
-			free(w->cache[w->ncache].name);
-			free(w->cache[w->ncache].path);
-			break;
 		}
-		w->ncache++;
+		return;
 	}
-	pclose(p);
+	if (v->verdict == INSPECT_STATIC || v->verdict == INSPECT_UNREACHABLE) {
+		if (!w->nunseen_runtime++)
+			snprintf(w->unseen_file, sizeof(w->unseen_file), "%s", path);
+	}
+	if (v->verdict > w->worst || (v->verdict == w->worst && !w->worst_file[0])) {
+		w->worst = v->verdict;
+		w->worst_vendor = v->vendor;
+		w->worst_program = v->program;
+		snprintf(w->worst_file, sizeof(w->worst_file), "%s", path);
+		snprintf(w->worst_why, sizeof(w->worst_why), "%s", v->why);
+	}
+}
+
+/*
+ * Returns the path the object ST was first walked by, or NULL after
+ * marking it walked by PATH.
+ */
+static const char *walk_visited(struct walk *w, const struct stat *st, const char *path)
+{
+	struct visited *p;
+	int i;
+
+	for (i = 0; i < w->nvisited; i++)
+		if (w->visited[i].dev == st->st_dev && w->visited[i].ino == st->st_ino)
+			return w->visited[i].path;
+	p = realloc(w->visited, (size_t)(w->nvisited + 1) * sizeof(*w->visited));
+	if (!p)
+		return path;
+	w->visited = p;
+	p[w->nvisited].dev = st->st_dev;
+	p[w->nvisited].ino = st->st_ino;
+	p[w->nvisited].path = strdup(path);
+	if (!p[w->nvisited].path)
+		return path;
+	w->nvisited++;
+	return NULL;
 }
 
 /* Frees what the walk allocated. */
@@ -536,206 +260,31 @@ static void walk_release(struct walk *w)
 {
 	int i;
 
-	for (i = 0; i < w->ncache; i++) {
-		free(w->cache[i].name);
-		free(w->cache[i].path);
-	}
-	free(w->cache);
-	w->cache = NULL;
-	w->ncache = 0;
-	free(w->seen_objects);
-	w->seen_objects = NULL;
-	w->nseen_objects = 0;
-}
-
-/* The Debian multiarch directory name for MACHINE, or NULL. */
-static const char *multiarch(int machine)
-{
-	switch (machine) {
-	case EM_X86_64:
-		return "x86_64-linux-gnu";
-	case EM_AARCH64:
-		return "aarch64-linux-gnu";
-	case EM_PPC64:
-		return "powerpc64le-linux-gnu";
-	default:
-		return NULL;
-	}
+	loader_cache_release(&w->cache);
+	for (i = 0; i < w->nvisited; i++)
+		free(w->visited[i].path);
+	free(w->visited);
+	w->visited = NULL;
+	w->nvisited = 0;
 }
 
 /*
- * Returns whether PATH is an ELF object of CLASS and MACHINE, the test ld.so
- * applies before it accepts a candidate.
+ * Reads PATH into F: opens it only if it is a regular file, refuses what is
+ * not a non-empty ELF object, and reports the reason in ERR. Returns 0 or a
+ * negative errno. SCRIPT receives the interpreter line when PATH is a #!
+ * script (then F is left empty and 1 is returned).
  */
-static bool compatible_object(const char *path, int elfclass, int machine)
+static int inspect_read(const char *path, struct elf_facts *f, struct stat *st,
+			char *script, size_t script_size, char *err, size_t err_size)
 {
-	unsigned char h[20];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-	int m;
-
-	if (fd < 0)
-		return false;
-	n = pread(fd, h, sizeof(h), 0);
-	close(fd);
-	if (n != (ssize_t)sizeof(h) || memcmp(h, ELFMAG, SELFMAG) != 0 || h[EI_CLASS] != elfclass)
-		return false;
-	m = h[EI_DATA] == ELFDATA2MSB ? (h[18] << 8 | h[19]) : (h[19] << 8 | h[18]);
-	return m == machine;
-}
-
-/* Expands $ORIGIN, $LIB and $PLATFORM (with or without braces) in DIR. */
-static void expand_dst(const char *dir, const char *origin, int machine,
-		       char *out, size_t size)
-{
-	static const char *const names[] = { "ORIGIN", "LIB", "PLATFORM" };
-	char lib[64];
-	const char *values[3];
-	struct utsname u;
-	size_t o = 0, len, k;
-	const char *ma = multiarch(machine);
-
-	snprintf(lib, sizeof(lib), "%s%s", ma ? "lib/" : "lib64", ma ? ma : "");
-	values[0] = origin;
-	values[1] = lib;
-	values[2] = uname(&u) == 0 ? u.machine : "x86_64";
-	while (*dir && o + 1 < size) {
-		bool done = false;
-
-		if (*dir == '$') {
-			bool brace = dir[1] == '{';
-
-			for (k = 0; k < 3 && !done; k++) {
-				len = strlen(names[k]);
-				if (strncmp(dir + 1 + brace, names[k], len) != 0 ||
-				    (brace && dir[1 + brace + len] != '}'))
-					continue;
-				o += (size_t)snprintf(out + o, size - o, "%s", values[k]);
-				if (o >= size)
-					o = size - 1;
-				dir += 1 + brace + len + brace;
-				done = true;
-			}
-		}
-		if (!done)
-			out[o++] = *dir++;
-	}
-	out[o] = '\0';
-}
-
-/*
- * Searches NAME in the colon-separated LIST of directories; writes the first
- * compatible candidate into OUT and returns true.
- */
-static bool search_list(const char *list, const char *name, const char *origin,
-			int elfclass, int machine, char *out, size_t size)
-{
-	char dir[PATH_MAX], expanded[PATH_MAX];
-	const char *p = list, *colon;
-	size_t len;
-
-	while (p) {
-		colon = strchr(p, ':');
-		len = colon ? (size_t)(colon - p) : strlen(p);
-		if (len >= sizeof(dir))
-			len = sizeof(dir) - 1;
-		memcpy(dir, p, len);
-		dir[len] = '\0';
-		expand_dst(len ? dir : ".", origin, machine, expanded, sizeof(expanded));
-		if ((size_t)snprintf(out, size, "%s/%s", expanded, name) < size &&
-		    compatible_object(out, elfclass, machine))
-			return true;
-		p = colon ? colon + 1 : NULL;
-	}
-	return false;
-}
-
-/* Resolves the DT_NEEDED NAME of an object as ld.so would; true if found. */
-static bool walk_resolve(struct walk *w, const char *name, const struct elf_facts *f,
-			 const char *origin, const struct loader_chain *up,
-			 char *out, size_t size)
-{
-	static const char *const defaults[] = { "/lib64", "/usr/lib64", "/lib", "/usr/lib" };
-	const struct loader_chain *l;
-	const char *env = getenv("LD_LIBRARY_PATH");
-	const char *ma = multiarch(f->machine);
-	char dir[PATH_MAX];
-	size_t i;
-	int k;
-
-	if (strchr(name, '/')) {
-		snprintf(out, size, "%s", name);
-		return compatible_object(out, f->elfclass, f->machine);
-	}
-	if (!f->has_runpath) {
-		if (f->has_rpath &&
-		    search_list(f->rpath, name, origin, f->elfclass, f->machine, out, size))
-			return true;
-		for (l = up; l; l = l->up)
-			if (l->rpath && search_list(l->rpath, name, l->origin, f->elfclass,
-						    f->machine, out, size))
-				return true;
-	}
-	if (env && *env && search_list(env, name, origin, f->elfclass, f->machine, out, size))
-		return true;
-	if (f->has_runpath &&
-	    search_list(f->runpath, name, origin, f->elfclass, f->machine, out, size))
-		return true;
-	if (!w->cache_loaded)
-		walk_load_cache(w);
-	for (k = 0; k < w->ncache; k++)
-		if (strcmp(w->cache[k].name, name) == 0 &&
-		    compatible_object(w->cache[k].path, f->elfclass, f->machine)) {
-			snprintf(out, size, "%s", w->cache[k].path);
-			return true;
-		}
-	if (ma) {
-		snprintf(dir, sizeof(dir), "/lib/%s:/usr/lib/%s", ma, ma);
-		if (search_list(dir, name, origin, f->elfclass, f->machine, out, size))
-			return true;
-	}
-	for (i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
-		if (search_list(defaults[i], name, origin, f->elfclass, f->machine, out, size))
-			return true;
-	return false;
-}
-
-/*
- * Reads PATH into F: opens it, refuses what is not a regular, non-empty
- * ELF object, and reports the reason in ERR. Returns 0 or a negative errno.
- * SCRIPT receives the interpreter line when PATH is a #! script (then F is
- * left empty and 1 is returned).
- */
-static int inspect_read(const char *path, struct elf_facts *f, char *script,
-			size_t script_size, char *err, size_t err_size)
-{
-	struct stat st;
 	char head[256];
 	ssize_t n;
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, err_size, "%s", strerror(errno));
-		return ret;
-	}
-	if (fstat(fd, &st) != 0) {
-		ret = -errno;
-		snprintf(err, err_size, "%s", strerror(errno));
-		goto out_close;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		ret = -EISDIR;
-		snprintf(err, err_size, "is a directory, not a program or library");
-		goto out_close;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		ret = -EINVAL;
-		snprintf(err, err_size, "not a regular file");
-		goto out_close;
-	}
-	if (st.st_size == 0) {
+	fd = loader_open_regular(path, st, err, err_size);
+	if (fd < 0)
+		return fd;
+	if (st->st_size == 0) {
 		ret = -EINVAL;
 		snprintf(err, err_size, "empty file, not an ELF object");
 		goto out_close;
@@ -753,71 +302,78 @@ static int inspect_read(const char *path, struct elf_facts *f, char *script,
 		ret = 1;
 		goto out_close;
 	}
-	if (n >= SARMAG && memcmp(head, ARMAG, SARMAG) == 0) {
+	if (n >= 8 && memcmp(head, "!<arch>\n", 8) == 0) {
 		ret = -EINVAL;
 		snprintf(err, err_size,
 			 "an ar archive (a static library): inspect the program linked from it");
 		goto out_close;
 	}
-	if (n < SELFMAG || memcmp(head, ELFMAG, SELFMAG) != 0) {
+	if (n < 4 || memcmp(head, "\177ELF", 4) != 0) {
 		ret = -EINVAL;
 		snprintf(err, err_size, "not an ELF object (nor a #! script)");
 		goto out_close;
 	}
-	ret = elf_facts_read(f, fd, st.st_size, err, err_size);
+	ret = elf_facts_read(f, fd, st->st_size, err, err_size);
 out_close:
 	close(fd);
 	return ret;
 }
 
-/* Finds NAME in $PATH the way execvp does; writes the path into OUT. */
-static bool path_search(const char *name, char *out, size_t size)
-{
-	const char *path = getenv("PATH"), *p, *colon;
-	size_t len;
-
-	if (strchr(name, '/')) {
-		snprintf(out, size, "%s", name);
-		return true;
-	}
-	if (!path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	for (p = path; p; p = colon ? colon + 1 : NULL) {
-		colon = strchr(p, ':');
-		len = colon ? (size_t)(colon - p) : strlen(p);
-		if ((size_t)snprintf(out, size, "%.*s/%s", (int)len, len ? p : ".", name) >= size)
-			continue;
-		if (access(out, X_OK) == 0)
-			return true;
-	}
-	return false;
-}
+static int walk_object(struct walk *w, const char *path, const char *name,
+		       const struct loader_chain *up, int depth);
 
 /*
- * Turns the #! line LINE into the interpreter's path: the first word, or
- * for `/usr/bin/env [-S] [-opts] prog`, prog found through $PATH.
+ * Follows the #! script at PATH (interpreter line LINE) to the program that
+ * runs it: the real interpreter behind a pyenv shim, the interpreter named
+ * on the line, but never a shell (a shell script's CUDA use is in the
+ * programs it starts, which cannot be known here). Returns as walk_object.
  */
-static bool script_interpreter(const char *line, char *out, size_t size)
+static int walk_script(struct walk *w, const char *path, const char *line, int depth)
 {
-	char buf[256], *word, *save = NULL;
-	const char *base;
+	char interp[PATH_MAX], how[PATH_MAX * 2];
+	int ret;
 
-	snprintf(buf, sizeof(buf), "%s", line);
-	word = strtok_r(buf, " \t\r", &save);
-	if (!word)
-		return false;
-	base = strrchr(word, '/');
-	base = base ? base + 1 : word;
-	if (strcmp(base, "env") != 0) {
-		snprintf(out, size, "%s", word);
-		return true;
+	ret = loader_pyenv_resolve(path, interp, sizeof(interp), how, sizeof(how));
+	if (ret == 0) {
+		walk_print(w, "%s: a pyenv shim that runs %s (%s)\n", esc(path), esc(interp), esc(how));
+		return walk_object(w, interp, NULL, NULL, depth + 1);
 	}
-	while ((word = strtok_r(NULL, " \t\r", &save)) != NULL) {
-		if (word[0] == '-' || strchr(word, '='))
-			continue;
-		return path_search(word, out, size);
+	if (ret == -ENOENT) {
+		walk_error(w, path, esc(how));
+		return -ENOENT;
 	}
-	return false;
+	if (!loader_script_interpreter(line, interp, sizeof(interp))) {
+		walk_error(w, path, "a #! script whose interpreter cannot be found");
+		return -ENOENT;
+	}
+	if (loader_is_shell(interp)) {
+		char msg[PATH_MAX + 256];
+
+		snprintf(msg, sizeof(msg),
+			 "a shell script (run by %s): the shell makes no CUDA call of its own; inspect the program the script starts",
+			 esc(interp));
+		walk_error(w, path, msg);
+		return -EINVAL;
+	}
+	walk_print(w, "%s: a script run by %s\n", esc(path), esc(interp));
+	return walk_object(w, interp, NULL, NULL, depth + 1);
+}
+
+/* The directory of the object at PATH (its real one for a file of the command line). */
+static void object_origin(const char *path, bool named, char *origin, size_t size)
+{
+	char real[PATH_MAX];
+	char *slash;
+
+	if (named && realpath(path, real))
+		snprintf(origin, size, "%s", real);
+	else
+		snprintf(origin, size, "%s", path);
+	slash = strrchr(origin, '/');
+	if (slash && slash != origin)
+		*slash = '\0';
+	else
+		snprintf(origin, size, "%s", slash ? "/" : ".");
 }
 
 /*
@@ -829,63 +385,55 @@ static int walk_object(struct walk *w, const char *path, const char *name,
 		       const struct loader_chain *up, int depth)
 {
 	struct elf_facts f;
+	struct file_verdict v;
 	struct loader_chain me;
-	char err[256], script[256], interp[PATH_MAX], dep[PATH_MAX], real[PATH_MAX];
-	char origin[PATH_MAX], *slash;
 	struct stat st;
+	char err[512], script[256], dep[PATH_MAX], origin[PATH_MAX];
+	const char *first;
 	int ret, i;
 
 	memset(&f, 0, sizeof(f));
-	if (name && stat(path, &st) == 0 && walk_visited(w, &st))
+	if (name && stat(path, &st) == 0 && walk_visited(w, &st, path))
 		return 0;
-	ret = inspect_read(path, &f, script, sizeof(script), err, sizeof(err));
+	ret = inspect_read(path, &f, &st, script, sizeof(script), err, sizeof(err));
 	if (ret == 1) {
 		if (name || depth >= MAX_SCRIPT_HOPS) {
-			walk_print(w, "  %s: a script, not loadable\n", path);
+			walk_print(w, "  %s: a script, not loadable\n", esc(path));
 			return 0;
 		}
-		if (!script_interpreter(script, interp, sizeof(interp))) {
-			walk_error(w, path, "a #! script whose interpreter cannot be found");
-			return -ENOENT;
-		}
-		walk_print(w, "%s: a script run by %s\n", path, interp);
-		return walk_object(w, interp, NULL, NULL, depth + 1);
+		return walk_script(w, path, script, depth);
 	}
 	if (ret < 0) {
 		if (!name) {
-			walk_error(w, path, err);
+			walk_error(w, path, esc(err));
 			return ret;
 		}
-		walk_print(w, "  %s => %s: cannot inspect: %s\n", name, path, err);
+		walk_print(w, "  %s => %s: cannot inspect: %s\n", esc(name), esc(path), esc(err));
 		return 0;
 	}
-	if (!name && stat(path, &st) == 0)
-		walk_visited(w, &st);
-	walk_note(w, path, &f);
+	if (!name && (first = walk_visited(w, &st, path)) != NULL) {
+		walk_print(w, "%s: the same file as %s (inspected above)\n", esc(path), esc(first));
+		goto out_release;
+	}
+	file_decide(&v, path, &f);
+	if (!name && strncmp(base_name(path), "python", 6) == 0)
+		w->python = true;
+	walk_note(w, path, &v);
 	if (!name)
-		walk_print(w, "%s: %s\n", path, f.why);
-	else if (w->verbose || f.verdict != INSPECT_NONE)
-		walk_print(w, "  %s => %s: %s\n", name, path, f.why);
+		walk_print(w, "%s: %s\n", esc(path), esc(v.why));
+	else if (w->verbose || v.verdict != INSPECT_NONE)
+		walk_print(w, "  %s => %s: %s\n", esc(name), esc(path), esc(v.why));
 	else
 		w->hidden++;
-	if (!w->follow || depth >= MAX_DEPTH || w->nseen_objects >= MAX_OBJECTS)
+	if (!w->follow || depth >= MAX_DEPTH || w->nvisited >= MAX_OBJECTS)
 		goto out_release;
-	/* $ORIGIN: the executable's real directory, a library's as found. */
-	if (!name && realpath(path, real))
-		snprintf(origin, sizeof(origin), "%s", real);
-	else
-		snprintf(origin, sizeof(origin), "%s", path);
-	slash = strrchr(origin, '/');
-	if (slash && slash != origin)
-		*slash = '\0';
-	else
-		snprintf(origin, sizeof(origin), "%s", slash ? "/" : ".");
+	object_origin(path, !name, origin, sizeof(origin));
 	me.rpath = f.has_rpath && !f.has_runpath ? f.rpath : NULL;
 	me.origin = origin;
 	me.up = up;
 	for (i = 0; i < f.nneeded; i++) {
-		if (!walk_resolve(w, f.needed[i], &f, origin, up, dep, sizeof(dep))) {
-			walk_print(w, "  %s: not found\n", f.needed[i]);
+		if (!loader_resolve(&w->cache, f.needed[i], &f, origin, up, dep, sizeof(dep))) {
+			walk_print(w, "  %s: not found\n", esc(f.needed[i]));
 			continue;
 		}
 		walk_object(w, dep, f.needed[i], &me, depth + 1);
@@ -895,46 +443,87 @@ out_release:
 	return 0;
 }
 
+/* The route of a SEEN verdict, in words. */
+static const char *seen_route(enum inspect_verdict v)
+{
+	switch (v) {
+	case INSPECT_SEEN:
+		return "the shared CUDA runtime";
+	case INSPECT_SEEN_DRIVER:
+		return "the CUDA driver API";
+	default:
+		return "the driver entry points, with dlopen, dlsym and cuGetProcAddress";
+	}
+}
+
+/* Prints the advice for the not-seen verdict of the walk, fitted to the file. */
+static void walk_advice(struct walk *w, FILE *out)
+{
+	const char *file = esc(w->worst_file);
+
+	switch (w->worst) {
+	case INSPECT_UNREACHABLE:
+		fprintf(out, "advice: link %s dynamically (without -static): a preloaded library needs the dynamic linker.\n",
+			file);
+		break;
+	case INSPECT_STATIC:
+		if (w->worst_vendor)
+			fprintf(out, "advice: %s is a vendor library (NVIDIA's): there is nothing to rebuild; copies it makes inside itself are not seen, copies your program makes through the shared runtime or the driver are.\n",
+				file);
+		else
+			fprintf(out, "advice: if %s is your %s, rebuild it with `nvcc -cudart shared` (or link with -lcudart, not -lcudart_static), or let it import dlsym.\n",
+				file, w->worst_program ? "program" : "library");
+		break;
+	case INSPECT_OTHER:
+		if (!w->worst_vendor)
+			fprintf(out, "advice: vrampool sees host-to-device copies made with cudaMemcpy, cudaMemcpyAsync, cudaMemcpy2D*, cudaMemcpyBatchAsync and the driver's cuMemcpyHtoD*, cuMemcpy*; other copy functions pass untouched.\n");
+		break;
+	default:
+		break;
+	}
+}
+
 /* Prints the overall verdict and returns the exit status it means. */
 static int walk_conclude(struct walk *w, FILE *out)
 {
-	int status;
-
 	if (w->nseen) {
-		fprintf(out, "verdict: seen: host-to-device copies made through the shared CUDA runtime (%s%s) will be seen by vrampool.\n",
-			w->seen_file, w->nseen > 1 ? " and others" : "");
-		if (w->nstatic || w->ndriver)
+		fprintf(out, "verdict: seen: host-to-device copies made through %s (%s%s) will be seen by vrampool.\n",
+			seen_route(w->best_seen), esc(w->seen_file), w->nseen > 1 ? " and others" : "");
+		if (w->nunseen_runtime)
 			fprintf(out, "note: copies made inside %s%s are not seen: %s.\n",
-				w->worst_file,
-				w->nstatic + w->ndriver > 1 ? " and others" : "",
-				w->worst == INSPECT_STATIC ? "it carries its own CUDA runtime" :
-				"it calls the driver API");
+				esc(w->unseen_file), w->nunseen_runtime > 1 ? " and others" : "",
+				"it carries its own CUDA runtime with no route to the driver's entry points");
 		return TOOL_EXIT_OK;
 	}
-	status = TOOL_EXIT_NOT_SEEN;
 	switch (w->worst) {
+	case INSPECT_UNREACHABLE:
+		fprintf(out, "verdict: not seen: %s is statically linked, so no preloaded library is ever loaded into it.\n",
+			esc(w->worst_file));
+		break;
 	case INSPECT_STATIC:
-		fprintf(out, "verdict: not seen: %s carries the CUDA runtime inside itself, so a preloaded library cannot see its copies.\n"
-			"advice: if it is your program, rebuild it with `nvcc -cudart shared` (or link with -lcudart, not -lcudart_static).\n",
-			w->worst_file);
+		fprintf(out, "verdict: not seen: %s carries the CUDA runtime inside itself and has no route to the driver's entry points that vrampool interposes.\n",
+			esc(w->worst_file));
 		break;
 	case INSPECT_DRIVER:
-		fprintf(out, "verdict: not seen by this version: %s uses the CUDA driver API directly (cuMemcpyHtoD*, or its own dlopen of libcuda.so.1), which vrampool does not interpose yet.\n",
-			w->worst_file);
+		fprintf(out, "verdict: not seen: %s is %s; inspect the program that uses it.\n",
+			esc(w->worst_file), strstr(w->worst_why, "stub") ? "the CUDA driver (a stub)" :
+			"the CUDA driver");
 		break;
 	case INSPECT_PROVIDER:
 		fprintf(out, "verdict: not seen: %s is the CUDA runtime (or an interposer); inspect the program that uses it.\n",
-			w->worst_file);
+			esc(w->worst_file));
 		break;
-	case INSPECT_RUNTIME_OTHER:
-		fprintf(out, "verdict: not seen: %s uses the shared CUDA runtime but none of the copies vrampool interposes (cudaMemcpy, cudaMemcpyAsync).\n",
-			w->worst_file);
+	case INSPECT_OTHER:
+		fprintf(out, "verdict: not seen: %s uses CUDA but none of the copy entry points vrampool interposes.\n",
+			esc(w->worst_file));
 		break;
 	default:
-		fprintf(out, "verdict: not seen: no CUDA use found. A program that loads CUDA at run time with dlopen (Python with PyTorch) is not covered: inspect the libraries it loads, e.g. `vrampool inspect .../site-packages/torch/lib/*.so`.\n");
+		fprintf(out, "verdict: not seen: no CUDA use found. A program that loads CUDA at run time with dlopen (Python with PyTorch) is not covered: inspect the libraries it loads, e.g. `vrampool inspect .../site-packages/torch/lib/*.so`%s.\n",
+			w->python ? " (their copies are seen when they import the shared runtime)" : "");
 		break;
 	}
-	return status;
+	walk_advice(w, out);
+	return TOOL_EXIT_NOT_SEEN;
 }
 
 void inspect_usage(FILE *out)
@@ -943,10 +532,13 @@ void inspect_usage(FILE *out)
 		"usage: vrampool inspect [-v] [--no-deps] FILE...\n"
 		"\n"
 		"Tells whether the host-to-device copies of each program or shared\n"
-		"library will be seen by the preloaded vrampool library: it must import\n"
-		"cudaMemcpy/cudaMemcpyAsync from a shared libcudart. Follows DT_NEEDED as\n"
-		"the dynamic linker does, and a #! script's interpreter. A FILE without a\n"
-		"slash that does not exist is looked up in $PATH.\n"
+		"library will be seen by the preloaded vrampool library, and by which\n"
+		"route: copies imported from a shared libcudart (cudaMemcpy*), from the\n"
+		"driver (cuMemcpyHtoD*), or the driver's entry points reached with\n"
+		"dlopen + dlsym (a statically linked runtime). Follows DT_NEEDED as the\n"
+		"dynamic linker does, a #! script's interpreter and a pyenv shim's\n"
+		"Python. A FILE without a slash that does not exist is looked up in\n"
+		"$PATH. Only regular files are opened.\n"
 		"\n"
 		"  -v, --verbose   list every dependency, also those with no CUDA use\n"
 		"      --no-deps   inspect the named files only\n"
@@ -963,7 +555,7 @@ int inspect_main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct walk w;
-	char path[PATH_MAX];
+	char path[PATH_MAX], err[256];
 	int c, i, status;
 
 	memset(&w, 0, sizeof(w));
@@ -991,14 +583,14 @@ int inspect_main(int argc, char **argv)
 		inspect_usage(stderr);
 		return TOOL_EXIT_ERROR;
 	}
-	if (elf_version(EV_CURRENT) == EV_NONE) {
-		fprintf(stderr, "vrampool inspect: libelf: %s\n", elf_errmsg(-1));
+	if (elf_facts_init(err, sizeof(err)) != 0) {
+		fprintf(stderr, "vrampool inspect: %s\n", err);
 		return TOOL_EXIT_ERROR;
 	}
 	for (i = optind; i < argc; i++) {
 		snprintf(path, sizeof(path), "%s", argv[i]);
 		if (!strchr(argv[i], '/') && access(argv[i], F_OK) != 0 &&
-		    !path_search(argv[i], path, sizeof(path)))
+		    !loader_path_search(argv[i], path, sizeof(path)))
 			snprintf(path, sizeof(path), "%s", argv[i]);
 		w.hidden = 0;
 		walk_object(&w, path, NULL, NULL, 0);
@@ -1006,7 +598,7 @@ int inspect_main(int argc, char **argv)
 			printf("  (%d more librar%s with no CUDA use; -v lists them)\n",
 			       w.hidden, w.hidden == 1 ? "y" : "ies");
 	}
-	if (w.error && !w.nseen && w.worst == INSPECT_NONE && !w.nseen_objects)
+	if (w.error && !w.nseen && w.worst == INSPECT_NONE && !w.worst_file[0])
 		status = TOOL_EXIT_ERROR;
 	else
 		status = walk_conclude(&w, stdout);
@@ -1024,12 +616,10 @@ int inspect_program_verdict(const char *program, char *why, size_t why_size)
 
 	memset(&w, 0, sizeof(w));
 	w.follow = true;
-	if (elf_version(EV_CURRENT) == EV_NONE) {
-		snprintf(why, why_size, "libelf: %s", elf_errmsg(-1));
+	if (elf_facts_init(why, why_size) != 0)
 		return -EINVAL;
-	}
-	if (!path_search(program, path, sizeof(path))) {
-		snprintf(why, why_size, "%s: not found in PATH", program);
+	if (!loader_path_search(program, path, sizeof(path))) {
+		snprintf(why, why_size, "%s: not found in PATH", esc(program));
 		return -ENOENT;
 	}
 	ret = walk_object(&w, path, NULL, NULL, 0);
@@ -1038,11 +628,11 @@ int inspect_program_verdict(const char *program, char *why, size_t why_size)
 		goto out_release;
 	}
 	if (w.nseen) {
-		snprintf(why, why_size, "%s: seen", w.seen_file);
-		ret = INSPECT_SEEN;
+		snprintf(why, why_size, "%s: seen through %s", esc(w.seen_file), seen_route(w.best_seen));
+		ret = (int)w.best_seen;
 	} else {
-		snprintf(why, why_size, "%s: %s", w.worst_file[0] ? w.worst_file : path,
-			 w.worst_file[0] ? w.worst_why : "no CUDA use");
+		snprintf(why, why_size, "%s: %s", esc(w.worst_file[0] ? w.worst_file : path),
+			 w.worst_file[0] ? esc(w.worst_why) : "no CUDA use");
 		ret = (int)w.worst;
 	}
 out_release:

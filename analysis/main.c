@@ -2,8 +2,11 @@
  * main.c: the `vrampool` command's entry point, a table of subcommands in
  * the manner of bpftool's src/main.c. Each subcommand lives in its own file
  * and has a usage text; `vrampool help`, `vrampool help CMD` and
- * `vrampool CMD --help` print them. An unknown subcommand exits with 2.
+ * `vrampool CMD --help` print them (`vrampool help --help` the overview),
+ * `vrampool --version` and `vrampool version` the version. An unknown
+ * subcommand exits with 2.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,7 +25,7 @@ static const struct subcommand subcommands[] = {
 	{ "inspect", inspect_main, inspect_usage,
 	  "tell whether a program's host-to-device copies will be seen" },
 	{ "report", report_main, report_usage,
-	  "print one stats dump as a table, or compare two (off, on)" },
+	  "print stats dumps: one as a table, off/on compared, ranks side by side" },
 };
 
 #define NSUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
@@ -40,9 +43,18 @@ static void usage_all(FILE *out)
 	for (i = 0; i < NSUBCOMMANDS; i++)
 		fprintf(out, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
 	fprintf(out,
+		"  %-8s %s\n"
 		"  %-8s %s\n\n"
-		"`vrampool help COMMAND` or `vrampool COMMAND --help` explains one.\n",
-		"help", "print this text, or the usage of one command");
+		"`vrampool help COMMAND` or `vrampool COMMAND --help` explains one;\n"
+		"`man vrampool` has the manual.\n",
+		"help", "print this text, or the usage of one command",
+		"version", "print the version (also --version)");
+}
+
+/* Whether ARG asks for help. */
+static bool is_help(const char *arg)
+{
+	return strcmp(arg, "help") == 0 || strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
 }
 
 /* Finds the subcommand called NAME, or returns NULL. */
@@ -64,12 +76,20 @@ int main(int argc, char **argv)
 		usage_all(stderr);
 		return TOOL_EXIT_ERROR;
 	}
-	if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
-	    strcmp(argv[1], "-h") == 0) {
-		if (argc > 2) {
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0 ||
+	    strcmp(argv[1], "-V") == 0) {
+		printf("vrampool %s\n", VRAMPOOL_VERSION);
+		return TOOL_EXIT_OK;
+	}
+	if (is_help(argv[1])) {
+		if (argc > 2 && !is_help(argv[2])) {
 			cmd = subcommand_find(argv[2]);
+			if (!cmd && strcmp(argv[2], "version") == 0) {
+				printf("usage: vrampool version (or vrampool --version)\n\nPrints the version of the command.\n");
+				return TOOL_EXIT_OK;
+			}
 			if (!cmd) {
-				fprintf(stderr, "vrampool: unknown command '%s'\n", argv[2]);
+				fprintf(stderr, "vrampool: unknown command '%s'\n", esc(argv[2]));
 				usage_all(stderr);
 				return TOOL_EXIT_ERROR;
 			}
@@ -81,7 +101,7 @@ int main(int argc, char **argv)
 	}
 	cmd = subcommand_find(argv[1]);
 	if (!cmd) {
-		fprintf(stderr, "vrampool: unknown command '%s'\n\n", argv[1]);
+		fprintf(stderr, "vrampool: unknown command '%s'\n\n", esc(argv[1]));
 		usage_all(stderr);
 		return TOOL_EXIT_ERROR;
 	}

@@ -1,13 +1,19 @@
 /*
- * vrampool.h: the contract between the subcommands of the `vrampool` command.
+ * vrampool.h: the contract between the parts of the `vrampool` command.
  *
  * The command is a table of subcommands (main.c), one file each: run.c (the
  * launcher), inspect.c (will a binary's copies be seen?) and report.c (stats
- * dumps as tables). `run` uses the other two as libraries: it asks inspect
- * for a verdict before it starts the program, and report to load and print
- * the dumps afterwards. Every function returns 0 or a negative errno unless
- * its comment says otherwise; the *_main functions return the process exit
- * status.
+ * dumps as tables and pictures). They stand on libraries of their own, each
+ * with its header: elf_facts.h (what one ELF file holds, libelf only),
+ * loader.h (the dynamic linker's and the shell's search rules), dump.h
+ * (stats dumps and telemetry files), plot.h (cairo pictures). `run` uses
+ * inspect's verdict and report's printing; no subcommand loads another's
+ * files. Every function returns 0 or a negative errno unless its comment
+ * says otherwise; the *_main functions return the process exit status.
+ *
+ * Everything printed that comes from outside (a path from argv, a name from
+ * an ELF file, a string from a dump) goes through tool_escape first, so no
+ * terminal control character reaches the terminal raw.
  */
 #ifndef VRAMPOOL_TOOL_H
 #define VRAMPOOL_TOOL_H
@@ -16,6 +22,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "dump.h"
+
+#ifndef VRAMPOOL_VERSION
+#define VRAMPOOL_VERSION "unknown"
+#endif
 
 /* Exit statuses shared by the subcommands: inspect uses all three. */
 enum {
@@ -35,72 +47,78 @@ void inspect_usage(FILE *out);
 void report_usage(FILE *out);
 
 /*
- * What inspect concludes about one file (and, for the overall verdict, about
- * a file and everything it loads). Ordered: a larger value never hides a
- * smaller one when verdicts are combined, except that SEEN wins overall.
+ * What inspect concludes about one file (and, for the overall verdict,
+ * about a file and everything it loads). The three SEEN kinds are the
+ * routes by which the preloaded library sees a copy; the others are
+ * ordered so that a larger one is the more telling reason for "not seen".
  */
 enum inspect_verdict {
 	INSPECT_NONE = 0,	/* no CUDA use found */
-	INSPECT_RUNTIME_OTHER,	/* uses the shared runtime, no interposed copy */
+	INSPECT_OTHER,		/* uses CUDA, but no copy entry point vrampool interposes */
 	INSPECT_PROVIDER,	/* defines the runtime API: libcudart, the shim */
-	INSPECT_DRIVER,		/* driver API copies only: not seen */
-	INSPECT_STATIC,		/* carries the runtime inside: not seen */
-	INSPECT_SEEN,		/* imports interposed copies from libcudart */
+	INSPECT_DRIVER,		/* defines the driver API: libcuda.so.1 or its stub */
+	INSPECT_STATIC,		/* carries the runtime, but cannot reach the driver's entry points */
+	INSPECT_UNREACHABLE,	/* statically linked executable: no preload ever loads */
+	INSPECT_SEEN_ENTRY,	/* seen through the driver entry points (static runtime, own dlopen) */
+	INSPECT_SEEN_DRIVER,	/* imports interposed driver copies (cuMemcpyHtoD*) */
+	INSPECT_SEEN,		/* imports interposed copies from the shared runtime */
 };
+
+/* Whether V is one of the SEEN kinds. */
+static inline bool inspect_verdict_seen(enum inspect_verdict v)
+{
+	return v >= INSPECT_SEEN_ENTRY;
+}
 
 /*
  * Inspects PROGRAM (a path, a name found through $PATH, or a #! script) and
- * everything it loads, printing nothing. Returns the overall verdict (the
- * largest of the closure, SEEN when any file is SEEN) and writes into WHY a
- * one-line reason naming the file that decided it, or returns a negative
- * errno (WHY then holds the message).
+ * everything it loads, printing nothing. Returns the overall verdict (a
+ * SEEN kind when any file is seen, else the largest other) and writes into
+ * WHY a one-line reason naming the file that decided it (escaped), or
+ * returns a negative errno (WHY then holds the message).
  */
 int inspect_program_verdict(const char *program, char *why, size_t why_size);
 
-/*
- * One stats dump, or the sum of several (one per process of a multi-process
- * run). Numbers that a dump lacks stay 0 and their has_* flag false, so the
- * tables print "-" rather than a made-up zero.
- */
-struct dump {
-	char path[4096];
-	int processes;		/* dumps summed into this one */
-	long long pid;
-	bool enabled;
-	char layout[256];	/* "" when the run had no layout */
-	char state[32];		/* pool.state, "" when absent */
-	uint64_t h2d_calls, matched_calls, passthrough_calls, fallbacks,
-		 graph_capture;
-	uint64_t requested, h2d, served, captured_bytes;
-	uint64_t rows_seen, hits, misses, rows_captured, pooled;
-	uint64_t budget, pool_bytes, slabs, evictions, evicted_bytes,
-		 oom_retries;
-	bool probe_decided, has_probe, has_rows, has_pool;
-	uint64_t probe_free, probe_total, probe_reserve, probe_margin;
-	uint64_t fingerprint_ns, shim_ns;
-	/* The most frequent copy sizes ("sizes"), largest total first. */
-	struct { uint64_t bytes, calls, total; } sizes[4];
-	int nsizes;
-};
-
-/*
- * Loads the JSON dump at PATH into D. Returns 0, or a negative errno with a
- * one-line message in ERR: -ENOENT and friends for an unreadable file,
- * -EINVAL for malformed JSON (line and column), or JSON that is not a
- * vrampool dump (no "vrampool" or "bytes" key), or a key of the wrong type.
- */
-int dump_load(struct dump *d, const char *path, char *err, size_t err_size);
-
-/* Adds the counters of SRC into D (a multi-process run), keeping D's names. */
-void dump_add(struct dump *d, const struct dump *src);
-
-/* Prints one dump as a table. */
+/* Prints one dump as a table (with its what-if curve, when it has one). */
 void report_print_one(FILE *out, const struct dump *d);
 
-/* Prints OFF and ON side by side with the ratio of bytes and a verdict. */
+/*
+ * Prints OFF and ON side by side: byte figures with their ratio, the wall
+ * time of each run and its ratio (when known), and a verdict that names a
+ * likely reason when the pool served little.
+ */
 void report_print_ab(FILE *out, const struct dump *off, const struct dump *on);
+
+/*
+ * Prints N dumps that are not an off/on pair: one column per dump (labelled
+ * by rank, else pid, else file name) and a total column, and no verdict that
+ * credits the pool for a difference between runs.
+ */
+void report_print_columns(FILE *out, const struct dump *d, int n);
+
+/*
+ * Writes into BUF a likely reason why the pool of D served little, drawn
+ * from its counters and what-if figures. Returns whether one was found.
+ */
+bool report_likely_reason(const struct dump *d, char *buf, size_t size);
 
 /* Formats N bytes as "1.5 GiB" into BUF; returns BUF. */
 const char *tool_format_bytes(uint64_t n, char *buf, size_t size);
+
+/*
+ * Copies S into BUF so that it is safe on a terminal: C0 and C1 control
+ * characters, DEL, bidirectional overrides and bytes that are not UTF-8
+ * become \xNN (\t, \n, \r, \e as such); valid printable UTF-8 stays. A
+ * result that does not fit ends in "...". Returns BUF.
+ */
+const char *tool_escape(const char *s, char *buf, size_t size);
+
+/*
+ * tool_escape into one of a few rotating static buffers, for printf
+ * arguments: the result stays valid until TOOL_ESC_SLOTS more calls.
+ * The command is single-threaded.
+ */
+#define TOOL_ESC_SLOTS 8
+const char *esc(const char *s);
 
 #endif

@@ -5,7 +5,7 @@
 set -eu
 
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-PKGS="make gcc libc6-dev libelf-dev libcunit1-dev libxxhash-dev libjansson-dev pkg-config python3 valgrind binutils file"
+PKGS="make gcc libc6-dev libelf-dev libcunit1-dev libxxhash-dev libjansson-dev libcairo2-dev pkg-config python3 valgrind binutils file man-db groff-base"
 
 missing=""
 for p in $PKGS; do

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # End-to-end tests of `vrampool inspect`: real binaries built here with nvcc
 # (static runtime, stripped and not, -cudart shared) and gcc (-lcudart,
-# -lcudart_static, the driver API), libraries of the CUDA toolkit, #! scripts,
-# DT_RUNPATH/DT_RPATH/$ORIGIN/LD_LIBRARY_PATH resolution, and corrupt inputs
-# (also once under valgrind). Also `vrampool help` and unknown commands.
+# -lcudart_static, the driver API), small files with the shapes met in the
+# CUDA toolkit (tests/tool/shapes.c), libraries of the toolkit, #! scripts,
+# pyenv shims, DT_RUNPATH/DT_RPATH/$ORIGIN/LD_LIBRARY_PATH resolution, FIFOs
+# where files are expected, names with terminal control characters, and
+# corrupt inputs (also once under valgrind, or ASan in a sanitized build).
+# Also `vrampool help`, --version and unknown commands. tool_groundtruth.sh
+# compares the verdicts with readelf/nm on every ELF file of the toolkit.
 source "$(dirname "$0")/lib.sh"
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 SRC=$ROOT/tests/tool
@@ -32,18 +36,38 @@ built=1
 		-Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/../lib' &&
 	"${CC_CUDA[@]}" -DPLAIN_USES_LIB -o app/bin/rpath "$SRC/plain.c" -Lapp/lib -lplaincopy \
 		-Wl,--disable-new-dtags -Wl,-rpath,'${ORIGIN}/../lib' &&
-	"${CC_CUDA[@]}" -DPLAIN_USES_LIB -o app/bin/nopath "$SRC/plain.c" -Lapp/lib -lplaincopy
+	"${CC_CUDA[@]}" -DPLAIN_USES_LIB -o app/bin/nopath "$SRC/plain.c" -Lapp/lib -lplaincopy &&
+	gcc -std=c11 -shared -fPIC -DSHAPE_LRODATA -o liblrodata.so "$SRC/shapes.c" -ldl &&
+	gcc -std=c11 -shared -fPIC -DSHAPE_HEADER_TEXT -o libheadertext.so "$SRC/shapes.c" &&
+	mkdir -p stubs &&
+	gcc -std=c11 -shared -fPIC -DSHAPE_DRIVER -Wl,-soname,libcuda.so.1 -o stubs/libcuda.so "$SRC/shapes.c" &&
+	cp stubs/libcuda.so libdriverapi.so &&
+	gcc -std=c11 -shared -fPIC -DSHAPE_STATIC_NODL -o libcusparse.so.99 "$SRC/shapes.c" &&
+	cp libcusparse.so.99 libmine.so &&
+	gcc -std=c11 -DSHAPE_MAIN -DSHAPE_STATIC_NODL -o static_nodl "$SRC/shapes.c" &&
+	gcc -std=c11 -DSHAPE_MAIN -DSHAPE_DRIVER_DLOPEN -o driver_dlopen "$SRC/shapes.c" -ldl &&
+	mkdir -p fifodir && gcc -std=c11 -shared -fPIC -DSHAPE_HEADER_TEXT -o fifodir/libfifo.so "$SRC/shapes.c" &&
+	gcc -std=c11 -o needs_fifo "$SRC/plain.c" -Lfifodir -Wl,--no-as-needed -lfifo -Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/fifodir' &&
+	rm fifodir/libfifo.so && mkfifo fifodir/libfifo.so
 } >"$build_log" 2>&1 || built=0
+# A fully static program needs libc.a (libc6-dev); where it cannot be linked the check says so.
+static_exe=0
+gcc -std=c11 -static -DSHAPE_MAIN -DSHAPE_STATIC_EXE -o static_exe "$SRC/shapes.c" >>"$build_log" 2>&1 && static_exe=1
 check "the test binaries build with nvcc and gcc" test "$built" -eq 1 || true
 [ "$built" -eq 1 ] || cat "$build_log"
 
 # ---- verdicts on real binaries ----------------------------------------------
-check "an nvcc program with the default static runtime is not seen" \
-	expect 1 '^k_static: not seen: carries the CUDA runtime inside.*defines cuda' "$V" inspect k_static
-check "the advice for a static runtime is to rebuild with -cudart shared" \
-	expect 1 'nvcc -cudart shared' "$V" inspect k_static
-check "a stripped nvcc program with the static runtime is still not seen" \
-	expect 1 '^k_static_stripped: not seen: carries the CUDA runtime inside.*stripped' \
+# nvcc's default static runtime reaches the driver with dlopen + dlsym, then
+# cuGetProcAddress: the shim interposes those entry points, so it is seen.
+check "an nvcc program with the default static runtime imports dlsym (the fact the next verdict rests on)" \
+	bash -c "nm -D --undefined-only k_static | grep -qw dlsym"
+check "an nvcc program with the default static runtime is seen through the driver entry points" \
+	expect 0 '^k_static: seen \(through the driver entry points\): carries the CUDA runtime inside.*defines cuda' \
+	"$V" inspect k_static
+check "a static-runtime program gets no advice to rebuild it" \
+	bash -c "out=\$('$V' inspect k_static); echo \"\$out\"; ! grep -q 'cudart shared' <<<\"\$out\""
+check "a stripped nvcc program with the static runtime is seen through the driver entry points" \
+	expect 0 '^k_static_stripped: seen \(through the driver entry points\): carries the CUDA runtime inside.*stripped' \
 	"$V" inspect k_static_stripped
 check "an nvcc -cudart shared program is seen" \
 	expect 0 '^k_shared: seen: imports cudaMemcpy, cudaMemcpyAsync' "$V" inspect k_shared
@@ -52,14 +76,19 @@ check "the shared runtime an nvcc -cudart shared program loads is named" \
 	"$V" inspect k_shared
 check "a gcc program linked with -lcudart is seen" \
 	expect 0 '^plain_shared: seen: imports cudaMemcpy ' "$V" inspect plain_shared
-check "a gcc program linked with -lcudart_static is not seen" \
-	expect 1 'plain_static: not seen: carries the CUDA runtime' "$V" inspect plain_static
-check "a stripped gcc program with -lcudart_static is not seen" \
-	expect 1 'plain_static_stripped: not seen: carries the CUDA runtime.*stripped' \
+check "a gcc program linked with -lcudart_static is seen through the driver entry points" \
+	expect 0 'plain_static: seen \(through the driver entry points\): carries the CUDA runtime' "$V" inspect plain_static
+check "a stripped gcc program with -lcudart_static is seen through the driver entry points" \
+	expect 0 'plain_static_stripped: seen \(through the driver entry points\).*stripped' \
 	"$V" inspect plain_static_stripped
-check "a driver-API program is not seen by this version" \
-	expect 1 'plain_driver: not seen by this version: calls the CUDA driver API directly \(cuMemcpyHtoD_v2\)' \
+check "a program importing cuMemcpyHtoD from libcuda.so.1 is seen" \
+	expect 0 'plain_driver: seen: imports cuMemcpyHtoD_v2 from the CUDA driver' \
 	"$V" inspect plain_driver
+check "the overall verdict names the driver API route" \
+	expect 0 '^verdict: seen: host-to-device copies made through the CUDA driver API' "$V" inspect plain_driver
+check "a program that dlopens libcuda.so.1 and takes its entry points with dlsym is seen" \
+	expect 0 '^driver_dlopen: seen \(through the driver entry points\): loads the CUDA driver itself' \
+	"$V" inspect driver_dlopen
 check "a program without CUDA gets the no-CUDA verdict" \
 	expect 1 '^verdict: not seen: no CUDA use found' "$V" inspect plain_none
 check "a program found through PATH is inspected" \
@@ -68,6 +97,71 @@ check "one seen file in a set of libraries makes the set seen" \
 	expect 0 '^verdict: seen: .*plain_shared' "$V" inspect plain_none plain_shared k_static
 check "--no-deps inspects the named file only" \
 	bash -c "out=\$('$V' inspect --no-deps k_shared); ! grep -q '=>' <<<\"\$out\""
+
+# ---- the shapes of the toolkit's files, built small --------------------------
+check "a libcuda.so.1 string kept in .lrodata is found (the shape of libcufft)" \
+	expect 0 '^liblrodata\.so: seen \(through the driver entry points\): loads the CUDA driver' \
+	"$V" inspect --no-deps liblrodata.so
+check "the .lrodata shape really keeps its string in .lrodata" \
+	bash -c "readelf -W -p .lrodata liblrodata.so | grep -q 'libcuda.so.1'"
+check "CUDA header text is not a runtime (the shape of libnvrtc-builtins)" \
+	expect 1 '^libheadertext\.so: no CUDA use' "$V" inspect --no-deps libheadertext.so
+check "a library defining the driver API in stubs/ is the CUDA driver (a stub)" \
+	expect 1 '^stubs/libcuda\.so: the CUDA driver \(a stub\)' "$V" inspect --no-deps stubs/libcuda.so
+check "a library defining the driver API elsewhere is the CUDA driver" \
+	expect 1 '^verdict: not seen: libdriverapi\.so is the CUDA driver; inspect the program' \
+	"$V" inspect --no-deps libdriverapi.so
+check "a runtime inside a program with no dlsym import is not seen" \
+	expect 1 '^static_nodl: not seen: carries the CUDA runtime inside itself .*imports no dlsym' \
+	"$V" inspect static_nodl
+check "your program with a runtime out of reach gets the advice to rebuild it" \
+	expect 1 'advice: if static_nodl is your program, rebuild it with `nvcc -cudart shared`' \
+	"$V" inspect static_nodl
+check "your library with a runtime out of reach gets the advice for a library" \
+	expect 1 'advice: if libmine\.so is your library, rebuild it' "$V" inspect --no-deps libmine.so
+vendor_advice() {
+	local out
+	out=$("$V" inspect --no-deps libcusparse.so.99)
+	printf '%s\n' "$out"
+	grep -q 'is a vendor library' <<<"$out" && ! grep -q 'cudart shared' <<<"$out"
+}
+check "an NVIDIA library never gets the advice to rebuild it" vendor_advice
+if [ "$static_exe" -eq 1 ]; then
+	check "a statically linked program is not seen: no dynamic linker" \
+		expect 1 'static_exe: not seen: statically linked' "$V" inspect static_exe
+	check "a statically linked program gets the advice to link it dynamically" \
+		expect 1 '^advice: link static_exe dynamically' "$V" inspect static_exe
+else
+	check "a statically linked program can be built here (libc.a)" false
+fi
+same_file_once() {
+	local out
+	ln -sf app/lib/libplaincopy.so alias.so
+	out=$("$V" inspect --no-deps app/lib/libplaincopy.so alias.so)
+	printf '%s\n' "$out"
+	[ "$(grep -c '^[^ ]*: seen: imports' <<<"$out")" -eq 1 ] &&
+		grep -q '^alias\.so: the same file as app/lib/libplaincopy\.so (inspected above)' <<<"$out"
+}
+check "two names of one file (a symlink) are inspected once" same_file_once
+
+# ---- files that are not regular: never opened for reading -------------------
+mkfifo a_fifo
+check "a FIFO is refused at once, not read (no hang)" \
+	expect 2 'a_fifo: a FIFO \(named pipe\), not a program or library' timeout 20 "$V" inspect a_fifo
+check "a FIFO where a DT_NEEDED library should be is reported, not read" \
+	expect 1 'libfifo\.so => .*fifodir/libfifo\.so: cannot inspect: a FIFO' timeout 20 "$V" inspect needs_fifo
+check "a character device is refused" expect 2 '/dev/null: a character device' timeout 20 "$V" inspect /dev/null
+
+# ---- names that carry terminal control characters -----------------------------
+evil=$'evil\033]0;pwned\007\033[2J'
+cp plain_none "$evil"
+no_raw_controls() {
+	local out
+	out=$("$V" inspect "$evil" "$evil.missing" 2>&1)
+	printf '%s\n' "$out" | cat -v
+	! grep -q $'\033' <<<"$out" && ! grep -q $'\007' <<<"$out" && grep -q 'evil\\e\]0;pwned\\x07' <<<"$out"
+}
+check "a file name with terminal control characters is printed escaped" no_raw_controls
 
 # ---- dependency resolution like ld.so ----------------------------------------
 check "a library found through DT_RUNPATH \$ORIGIN makes the program seen" \
@@ -86,17 +180,35 @@ check "the library inspect resolves is the one the dynamic linker loads" \
 		echo \"ldd \$want inspect \$got\"; [ \"\$(realpath \"\$want\")\" = \"\$(realpath \"\$got\")\" ]"
 
 # ---- libraries of the CUDA toolkit -------------------------------------------
-# cuBLAS imports nothing from libcudart: it carries its own runtime (its
-# internal copies, e.g. cublasSetMatrix, are invisible to a preload).
+# cuBLAS imports nothing from libcudart: it carries its own runtime, which
+# reaches the driver through dlopen + dlsym + cuGetProcAddress.
 CUBLAS=$CUDA_HOME/lib64/libcublas.so.13
-check "libcublas imports no cuda* symbol (the fact the next verdict rests on)" \
-	bash -c "! nm -D --undefined-only '$CUBLAS' | grep -q ' cuda'"
-check "libcublas carries its own CUDA runtime and is not seen" \
-	expect 1 'libcublas\.so\.13: not seen: carries the CUDA runtime inside' "$V" inspect "$CUBLAS"
+check "libcublas imports no cuda* symbol but imports dlsym (the facts the next verdict rests on)" \
+	bash -c "! nm -D --undefined-only '$CUBLAS' | grep -q ' cuda' && nm -D --undefined-only '$CUBLAS' | grep -qw dlsym"
+check "libcublas carries its own CUDA runtime and is seen through the driver entry points" \
+	expect 0 'libcublas\.so\.13: seen \(through the driver entry points\): carries the CUDA runtime inside' \
+	"$V" inspect "$CUBLAS"
 check "libcublas's dependency libcublasLt is followed and also carries the runtime" \
-	expect 1 'libcublasLt\.so\.13 => .*: not seen: carries the CUDA runtime' "$V" inspect "$CUBLAS"
+	expect 0 'libcublasLt\.so\.13 => .*: seen \(through the driver entry points\): carries the CUDA runtime' \
+	"$V" inspect "$CUBLAS"
 check "libcudart itself is reported as the runtime, not as a user of it" \
 	expect 1 'libcudart\.so\.13: provides the CUDA runtime API' "$V" inspect "$CUDA_HOME/lib64/libcudart.so.13"
+if [ -f "$CUDA_HOME/lib64/libcufft.so" ]; then
+	check "libcufft's libcuda.so.1 in .lrodata is found: seen through the driver entry points" \
+		expect 0 'libcufft\.so: seen \(through the driver entry points\): loads the CUDA driver' \
+		"$V" inspect --no-deps "$CUDA_HOME/lib64/libcufft.so"
+fi
+if [ -f "$CUDA_HOME/lib64/libnvrtc-builtins.so" ]; then
+	check "libnvrtc-builtins embeds header text, not the runtime" \
+		expect 1 'libnvrtc-builtins\.so: no CUDA use' "$V" inspect --no-deps "$CUDA_HOME/lib64/libnvrtc-builtins.so"
+fi
+if [ -f "$CUDA_HOME/lib64/stubs/libcuda.so" ]; then
+	check "stubs/libcuda.so is the CUDA driver (a stub)" \
+		expect 1 'stubs/libcuda\.so: the CUDA driver \(a stub\)' "$V" inspect --no-deps "$CUDA_HOME/lib64/stubs/libcuda.so"
+fi
+check "symlinked names of one toolkit library are inspected once" \
+	bash -c "out=\$('$V' inspect --no-deps '$CUDA_HOME/lib64/libcublas.so' '$CUBLAS'); echo \"\$out\"; \
+		[ \$(grep -c 'seen (through' <<<\"\$out\") -eq 1 ] && grep -q 'the same file as' <<<\"\$out\""
 
 # ---- scripts -----------------------------------------------------------------
 printf '#!/usr/bin/env python3\nimport torch\n' >train.py
@@ -111,6 +223,32 @@ check "a script whose interpreter is seen is seen" \
 	expect 0 '^verdict: seen' "$V" inspect through_shared.sh
 check "a script whose interpreter does not exist is an error" \
 	expect 2 '/nonexistent/python: No such file or directory' "$V" inspect lost.py
+printf '#!/bin/sh\nexec ./k_shared "$@"\n' >wrapper.sh
+chmod +x wrapper.sh
+check "a shell script is said to be one, not inspected as the shell" \
+	expect 2 'wrapper\.sh: a shell script \(run by /bin/sh\).*inspect the program the script starts' \
+	"$V" inspect wrapper.sh
+# A pyenv installation: the shim is a bash script; the interpreter lives in versions/.
+mkdir -p pyenv/shims pyenv/versions/3.12.1/bin
+cat >pyenv/shims/python3 <<'SHIM'
+#!/usr/bin/env bash
+set -e
+[ -n "$PYENV_DEBUG" ] && set -x
+
+program="${0##*/}"
+
+export PYENV_ROOT="/nowhere/.pyenv"
+exec "/nowhere/.pyenv/libexec/pyenv" exec "$program" "$@"
+SHIM
+chmod +x pyenv/shims/python3
+cp k_shared pyenv/versions/3.12.1/bin/python3
+echo 3.12.1 >pyenv/version
+check "python3 under pyenv is the interpreter pyenv runs, not the shim's bash" \
+	expect 0 'python3: a pyenv shim that runs .*/pyenv/versions/3\.12\.1/bin/python3 \(version 3\.12\.1 from .*pyenv/version\)' \
+	env PATH="$TMP/pyenv/shims:$PATH" PYENV_ROOT="$TMP/pyenv" PYENV_DIR=/ "$V" inspect python3
+check "a pyenv version that is not installed is said plainly" \
+	expect 2 'a pyenv shim for python3: version 3\.0\.0 .* run `pyenv which python3`' \
+	env PATH="$TMP/pyenv/shims:$PATH" PYENV_ROOT="$TMP/pyenv" PYENV_VERSION=3.0.0 "$V" inspect python3
 
 # ---- bad input: one clear message, exit 2, never a crash ---------------------
 head -c 3000 k_shared >trunc_headers
@@ -159,13 +297,16 @@ PY
 	done
 }
 check "40 randomly mutated ELF files never crash inspect" fuzz
+BAD_INPUTS=(trunc_headers trunc_tail trunc_ehdr random.bin empty a_directory ./missing.so elf32
+	archive.a lost.py a_fifo needs_fifo k_static_stripped k_shared)
 if [ -n "$TOOL_SANITIZED" ]; then
-	:       # valgrind cannot run an ASan binary; ASan checks this build instead
+	# valgrind cannot run an ASan binary: the sanitizers check this build instead.
+	check "the sanitizers find no memory error in inspect on corrupt and real inputs" \
+		expect 2 'truncated ELF' "$V" inspect "${BAD_INPUTS[@]}"
 elif command -v valgrind >/dev/null; then
 	check "valgrind finds no memory error in inspect on corrupt and real inputs" \
 		expect 2 'truncated ELF' valgrind -q --error-exitcode=99 --leak-check=full \
-		"$V" inspect trunc_headers trunc_tail trunc_ehdr random.bin empty a_directory \
-		./missing.so elf32 archive.a lost.py k_static_stripped k_shared
+		"$V" inspect "${BAD_INPUTS[@]}"
 else
 	check "valgrind is installed (scripts/deps.sh installs it)" false
 fi
@@ -179,3 +320,8 @@ check "vrampool run --help prints the usage of run" expect 0 '^usage: vrampool r
 check "vrampool report --help prints the usage of report" expect 0 '^usage: vrampool report' "$V" report --help
 check "an unknown command exits 2" expect 2 "unknown command 'frobnicate'" "$V" frobnicate
 check "no command at all exits 2 with the overview" expect 2 '^usage: vrampool COMMAND' "$V"
+check "vrampool --version prints the version" expect 0 '^vrampool [0-9]+\.[0-9]+' "$V" --version
+check "vrampool version prints the version" expect 0 '^vrampool [0-9]+\.[0-9]+' "$V" version
+check "vrampool help --help prints the overview" expect 0 '^usage: vrampool COMMAND' "$V" help --help
+check "an unknown command is printed escaped" \
+	bash -c "out=\$('$V' \$'fr\\033[2Job' 2>&1); ! grep -q \$'\\033' <<<\"\$out\" && grep -q 'fr.e\\[2Job' <<<\"\$out\""

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # End-to-end tests of `vrampool report`: dumps from real runs of the trainer
 # on the emulated device with the shim preloaded (off and on), the sample
-# dumps of tests/tool (every key of DESIGN.md, extra keys, missing optional
-# keys, no layout), and malformed files (not JSON, truncated, foreign, wrong
-# types, missing), once under valgrind.
+# dumps of tests/tool (the round-1 shape: every key of DESIGN.md, extra keys,
+# missing optional keys, no layout; the round-2 shape v2_*.json: mode, rank,
+# what-if curve, reasons; four DDP ranks), standard input, pictures (--plot,
+# PNG and SVG, with a telemetry file), and malformed files (not JSON,
+# truncated, foreign, wrong types, numbers it cannot represent, terminal
+# control characters in strings), once under valgrind (or ASan).
 source "$(dirname "$0")/lib.sh"
 FIX=$ROOT/tests/tool
 V=$VRAMPOOL_BIN
@@ -56,7 +59,9 @@ check "a sample dump becomes a table" \
 check "extra keys in a dump are ignored" expect 0 'pool +active, 1 slab, 64\.0 MiB of 1\.0 GiB' \
 	"$V" report "$FIX/dump_on.json"
 check "a dump without a layout gets a layout suggestion from its copy sizes" \
-	expect 0 'try `--layout 150528`' "$V" report "$FIX/dump_nolayout.json"
+	expect 0 'try `--layout auto`, or `--layout 150528`' "$V" report "$FIX/dump_nolayout.json"
+check "the copy sizes are called what they are sorted by: the most bytes" \
+	expect 0 'the copy sizes with the most bytes were' "$V" report "$FIX/dump_nolayout.json"
 check "a dump with only the required keys is reported" \
 	expect 0 'no host-to-device copy was seen' "$V" report "$FIX/dump_minimal.json"
 check "two sample dumps give a 3.00x verdict" \
@@ -78,20 +83,122 @@ check "a key of the wrong type is exit 2 naming the key" \
 check "a missing dump is exit 2" expect 2 'nope\.json: .*No such file' "$V" report nope.json
 check "an empty file is exit 2" bash -c ": >'$TMP/empty.json'; '$V' report '$TMP/empty.json'; [ \$? -eq 2 ]"
 check "a directory is exit 2" bash -c "'$V' report '$TMP'; [ \$? -eq 2 ]"
-check "no file is a usage error" expect 2 'expected one or two stats files' "$V" report
-check "three files are a usage error" expect 2 'expected one or two stats files, got 3' \
-	"$V" report a b c
+check "no file is a usage error" expect 2 'expected one or more stats files' "$V" report
+check "a missing file among several is exit 2" expect 2 'b: .*No such file' "$V" report "$FIX/dump_on.json" b c
+check "a number of 2^64 or more is exit 2, not a wrong figure" \
+	expect 2 'big\.json: line 1, column [0-9]+: a number too large to represent' "$V" report "$FIX/big.json"
+check "a real number past 2^64 is exit 2 naming the key" \
+	expect 2 'key "bytes\.requested" is 1e\+20: too large to represent \(2\^64 or more\)' "$V" report "$FIX/bigreal.json"
+check "a negative count is exit 2 naming the key" \
+	expect 2 'key "bytes\.requested" is -5: negative' "$V" report "$FIX/negative.json"
+check "a fraction where a count is expected is exit 2 naming the key" \
+	expect 2 'key "bytes\.requested" is 2\.5: a fraction' "$V" report "$FIX/fraction.json"
+no_raw_controls() {
+	local out
+	out=$("$V" report "$FIX/ctrl.json" 2>&1) || return 1
+	printf '%s\n' "$out" | cat -v
+	! grep -q $'\033' <<<"$out" && ! grep -q $'\007' <<<"$out" && ! grep -q $'\r' <<<"$out" &&
+		grep -q 'layout 3072\\e\[31m' <<<"$out" && grep -q 'why\\r\\nfake line' <<<"$out"
+}
+check "strings from a dump reach the terminal escaped (no control characters)" no_raw_controls
+
+# ---- the round-2 dump: mode, rank, the what-if curve, reasons --------------------
+check "report - reads a dump from standard input" \
+	expect 0 '^vrampool report: - \(pid 4102, on node1\)' bash -c "'$V' report - <'$FIX/v2_on.json'"
+check "report - reads a dump from a pipe" \
+	expect 0 'served from pool +17\.2 MiB' bash -c "cat '$FIX/v2_on.json' | '$V' report -"
+check "standard input can be read only once" expect 2 'can be read only once' "$V" report - -
+check "the what-if curve is printed as a table of budget, served and share" \
+	expect 0 '5\.9 MiB +17\.6 MiB +75\.0%' "$V" report "$FIX/v2_on.json"
+check "the run's own budget is marked on the curve" \
+	expect 0 '2\.9 MiB +8\.8 MiB +37\.5% +<- this run.s budget' "$V" report "$FIX/v2_half.json"
+check "a budget above the unique set is said to hold every repeat" \
+	expect 0 'holds the whole unique set' "$V" report "$FIX/v2_on.json"
+check "a dry run says what it is and shows the curve" \
+	expect 0 'mode +dry \(fingerprinting only' bash -c "'$V' report '$FIX/v2_dry.json' && '$V' report '$FIX/v2_dry.json' | grep -q 'what-if'"
+check "a dump rewritten while the job ran says so" \
+	expect 0 'still running when this dump was written' "$V" report "$FIX/v2_running.json"
+check "an A/B pair of round-2 dumps shows the elapsed time and its ratio" \
+	expect 0 'elapsed \(CUDA in use\) +10\.00 s +12\.50 s +1\.25' "$V" report "$FIX/v2_off.json" "$FIX/v2_on.json"
+check "a pool that never hit single rows blames a layout of several samples" \
+	expect 0 'likely reason: the layout is probably several samples' "$V" report "$FIX/v2_several.json"
+check "a pool that stood down blames rows that never repeat" \
+	expect 0 'likely reason: rows never repeat \(the pool stood down' "$V" report "$FIX/v2_norepeat.json"
+check "a small budget says what budget would have served what" \
+	expect 0 'budget \(1\.0 MiB\) is far below the unique working set \(5\.9 MiB\): a budget of 5\.9 MiB would have served 75%' \
+	"$V" report "$FIX/v2_smallbudget.json"
+check "the A/B verdict names the likely reason when the pool served little" \
+	expect 0 'likely reason the pool served little: the layout is probably several samples' \
+	"$V" report "$FIX/v2_off.json" "$FIX/v2_several.json"
+
+# ---- several dumps that are not an off/on pair -----------------------------------
+two_on() {
+	local out
+	out=$("$V" report "$FIX/v2_on.json" "$FIX/v2_on_budget.json") || return 1
+	printf '%s\n' "$out"
+	! grep -q 'pool off, then on' <<<"$out" && ! grep -q '^verdict' <<<"$out" &&
+		! grep -q 'no saving' <<<"$out" && grep -Eq 'served from pool +17\.2 MiB +8\.8 MiB +26\.0 MiB' <<<"$out"
+}
+check "two pool runs are two columns and a total, with no A/B verdict" two_on
+check "the same pool dump twice is not called off, then on" \
+	bash -c "out=\$('$V' report '$FIX/v2_on.json' '$FIX/v2_on.json'); echo \"\$out\"; ! grep -q 'off, then on' <<<\"\$out\" && ! grep -q 'served nothing' <<<\"\$out\""
+ranks() {
+	local out
+	out=$("$V" report "$FIX"/rank0.json "$FIX"/rank1.json "$FIX"/rank2.json "$FIX"/rank3.json) || return 1
+	printf '%s\n' "$out"
+	grep -Eq '^ +rank 0 +rank 1 +rank 2 +rank 3 +total$' <<<"$out" &&
+		grep -Eq 'bytes requested +(23\.5 MiB +){4}94\.0 MiB' <<<"$out" && ! grep -q '^verdict' <<<"$out"
+}
+check "four rank dumps are one column per rank and a total" ranks
+check "an old off/on pair (enabled false, true) is still an A/B pair" \
+	expect 0 'verdict: with the pool, 3\.00x' "$V" report "$FIX/dump_on.json" "$FIX/dump_off.json"
+
+# ---- pictures ----------------------------------------------------------------------
+png_svg() {
+	"$V" report --plot "$TMP/a.png" "$FIX/v2_half.json" >/dev/null || return 1
+	"$V" report --plot "$TMP/a.svg" --telemetry "$FIX/telemetry_a.jsonl" "$FIX/v2_half.json" >/dev/null || return 1
+	head -c 8 "$TMP/a.png" | od -An -tx1 | tr -d ' \n'; echo
+	[ "$(head -c 8 "$TMP/a.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] &&
+		python3 -c "import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); print(r.tag); sys.exit(r.tag != '{http://www.w3.org/2000/svg}svg')" "$TMP/a.svg"
+}
+check "--plot writes a PNG and an SVG (signature, root element)" png_svg
+plot_changes() {
+	"$V" report --plot "$TMP/b.png" "$FIX/v2_smallbudget.json" >/dev/null || return 1
+	"$V" report --plot "$TMP/b.svg" --telemetry "$FIX/telemetry_b.jsonl" "$FIX/v2_half.json" >/dev/null || return 1
+	"$V" report --plot "$TMP/a2.png" "$FIX/v2_half.json" >/dev/null || return 1
+	cmp -s "$TMP/a.png" "$TMP/a2.png" || { echo "the same data drew two pictures"; return 1; }
+	! cmp -s "$TMP/a.png" "$TMP/b.png" && ! cmp -s "$TMP/a.svg" "$TMP/b.svg"
+}
+check "the picture changes with the data, and only with it" plot_changes
+check "--plot of a dump without a curve and no telemetry is exit 2" \
+	expect 2 'nothing to draw' "$V" report --plot "$TMP/c.png" "$FIX/dump_on.json"
+check "--plot FILE must be .png or .svg" expect 2 'must end in \.png or \.svg' \
+	"$V" report --plot "$TMP/c.gif" "$FIX/v2_on.json"
+check "--plot into a directory that does not exist is exit 2" \
+	expect 2 'nope/c\.png' "$V" report --plot "$TMP/nope/c.png" "$FIX/v2_on.json"
+check "a telemetry file cut short by a kill still draws" \
+	expect 0 '^plot: ' "$V" report --plot "$TMP/d.png" --telemetry "$FIX/telemetry_cut.jsonl" "$FIX/v2_on.json"
+check "a bad telemetry line is exit 2 with its line number" \
+	expect 2 'telemetry_bad\.jsonl: line 4: key "rows_seen"' \
+	"$V" report --plot "$TMP/d.png" --telemetry "$FIX/telemetry_bad.jsonl" "$FIX/v2_on.json"
+REPORT_INPUTS=(notjson.txt truncated.json foreign.json array.json wrongtype.json dump_on.json
+	dump_nolayout.json dump_minimal.json big.json bigreal.json negative.json fraction.json ctrl.json
+	v2_on.json v2_half.json v2_several.json v2_norepeat.json v2_smallbudget.json v2_dry.json)
+memcheck() {
+	local f rc
+	for f in "${REPORT_INPUTS[@]}"; do
+		"$@" "$V" report "$FIX/$f" >/dev/null 2>&1
+		rc=$?
+		if [ "$rc" -gt 2 ]; then echo "$f: exit $rc"; return 1; fi
+	done
+	"$@" "$V" report "$FIX"/rank*.json "$FIX/v2_off.json" >/dev/null 2>&1 || return 1
+	"$@" "$V" report --plot "$TMP/m.svg" --telemetry "$FIX/telemetry_b.jsonl" "$FIX/v2_on.json" "$FIX/v2_half.json" \
+		>/dev/null 2>&1
+}
 if [ -n "$TOOL_SANITIZED" ]; then
-	:       # valgrind cannot run an ASan binary; ASan checks this build instead
+	# valgrind cannot run an ASan binary: the sanitizers check this build instead.
+	check "the sanitizers find no memory error in report on good and malformed dumps" memcheck
 elif command -v valgrind >/dev/null; then
-	vg() {
-		local f rc
-		for f in notjson.txt truncated.json foreign.json array.json wrongtype.json \
-			 dump_on.json dump_nolayout.json dump_minimal.json; do
-			valgrind -q --error-exitcode=99 --leak-check=full "$V" report "$FIX/$f" >/dev/null 2>&1
-			rc=$?
-			if [ "$rc" -gt 2 ]; then echo "$f: exit $rc under valgrind"; return 1; fi
-		done
-	}
-	check "valgrind finds no memory error in report on good and malformed dumps" vg
+	check "valgrind finds no memory error in report on good and malformed dumps" \
+		memcheck valgrind -q --error-exitcode=99 --leak-check=full
 fi

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # End-to-end tests of `vrampool run` on the emulated device: the flags reach
-# the shim (read back from its JSON dump), the exit status passes through
+# the shim (read back from its JSON dump, or from the program's environment),
+# bad flags and inherited variables stop the launch before the program
+# starts (with the library's own message), the exit status passes through
 # (a code, a signal, a command that does not exist), --ab prints the
-# comparison, an existing LD_PRELOAD survives, the temporary dump is removed,
-# a multi-process run reports the process that copied, the installed layout
-# finds its library, and a static-runtime program gets the warning.
+# comparison with wall times and skips the second run when the first never
+# reached CUDA, an existing LD_PRELOAD survives, the temporary dump is
+# removed, a multi-process run reports the processes that copied (several
+# side by side), the installed layout finds its library, and a program whose
+# copies cannot be seen gets the warning.
 source "$(dirname "$0")/lib.sh"
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 SRC=$ROOT/tests/tool
@@ -26,6 +30,7 @@ cd "$TMP" || exit 1
 gcc -std=c11 -I"$CUDA_HOME/include" -o copier "$SRC/copier.c" -L"$CUDA_HOME/lib64" -lcudart
 gcc -std=c11 -I"$CUDA_HOME/include" -DPLAIN_RUNTIME -o plain_static "$SRC/plain.c" \
 	-L"$CUDA_HOME/lib64" -lcudart_static -ldl -lpthread -lrt
+gcc -std=c11 -DSHAPE_MAIN -DSHAPE_STATIC_NODL -o static_nodl "$SRC/shapes.c"
 cat >marker.c <<'EOF'
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,8 +62,63 @@ run_off() {
 	json_is off.json enabled false && json_is off.json bytes.served_from_pool 0
 }
 check "--off reaches the shim: the dump says pass-through" run_off
-check "--budget reaches the shim: a malformed budget gets the shim's complaint" \
-	expect 0 "VRAMPOOL_BUDGET='lots'" "$V" run --budget lots --layout 3072 -- "$TRAINER" "${T[@]}"
+check "--layout auto passes through to the shim without a complaint" \
+	bash -c "out=\$('$V' run --layout auto -- '$TRAINER' ${T[*]} 2>&1); rc=\$?; echo \"\$out\"; \
+		[ \$rc -eq 0 ] && ! grep -q 'not a layout' <<<\"\$out\""
+# show_env: a program that prints the variables vrampool run set for it.
+show_env='echo "VRAMPOOL=${VRAMPOOL-unset} TELEMETRY=${VRAMPOOL_TELEMETRY-unset} INTERVAL=${VRAMPOOL_TELEMETRY_S-unset}"'
+check "--dry sets VRAMPOOL=dry for the program" \
+	expect 0 '^VRAMPOOL=dry ' "$V" run --dry -- sh -c "$show_env"
+check "--telemetry FILE and --interval S set VRAMPOOL_TELEMETRY and VRAMPOOL_TELEMETRY_S" \
+	expect 0 "TELEMETRY=$TMP/tel.jsonl INTERVAL=5\$" "$V" run --telemetry "$TMP/tel.jsonl" --interval 5 -- sh -c "$show_env"
+check "--dry and --off exclude each other" expect 2 'exclude each other' "$V" run --dry --off -- true
+inherited_stats() {
+	rm -f "$TMP/inh.json"
+	VRAMPOOL_STATS=$TMP/inh.json "$V" run --layout 4096 -- ./copier 2 4096 0 || return 1
+	json_is inh.json copies.h2d_calls 2
+}
+check "an inherited VRAMPOOL_STATS is where the dump stays" inherited_stats
+
+# ---- the launcher checks before it starts ------------------------------------
+# not_started REGEX ARGS...: `vrampool run ARGS -- touch ran` exits 2 with
+# REGEX in its output, and the program never ran.
+not_started() {
+	local re=$1; shift
+	rm -f "$TMP/ran"
+	expect 2 "$re" "$V" run "$@" -- touch "$TMP/ran" || return 1
+	if [ -e "$TMP/ran" ]; then echo "the program ran"; return 1; fi
+}
+check "--layout garbage stops the launch before the program starts" \
+	not_started "VRAMPOOL_LAYOUT='garbage' is not a layout: .*\\(set by --layout\\)" --layout garbage
+check "--budget -5 stops the launch before the program starts" \
+	not_started "VRAMPOOL_BUDGET='-5' is not a budget" --budget -5
+check "--interval 0 stops the launch before the program starts" \
+	not_started "VRAMPOOL_TELEMETRY_S='0' is not an interval" --interval 0
+check "an inherited malformed VRAMPOOL_SLAB stops the launch" \
+	env VRAMPOOL_SLAB=12Q bash -c "$(declare -f expect not_started); V='$V' TMP='$TMP' not_started \"VRAMPOOL_SLAB='12Q' is not a size\""
+check "an inherited malformed VRAMPOOL stops the launch" \
+	env VRAMPOOL=maybe bash -c "$(declare -f expect not_started); V='$V' TMP='$TMP' not_started \"VRAMPOOL='maybe' is not a switch\""
+same_message() {
+	local lib ours
+	lib=$(LD_PRELOAD=$SHIM VRAMPOOL_LAYOUT='u8:3y224' ./copier 1 4096 0 2>&1 | grep "VRAMPOOL_LAYOUT='u8:3y224'" |
+		sed -e 's/^vrampool: //' -e 's/; running as pass-through$//')
+	ours=$("$V" run --layout 'u8:3y224' -- true 2>&1 | grep "VRAMPOOL_LAYOUT='u8:3y224'" |
+		sed -e 's/^vrampool run: //' -e 's/ (set by --layout)$//')
+	echo "library: $lib"
+	echo "run:     $ours"
+	[ -n "$lib" ] && [ "$lib" = "$ours" ]
+}
+check "the launcher's message is the library's own" same_message
+check "--stats in a directory that does not exist stops the launch" \
+	not_started "VRAMPOOL_STATS='/nonexistent/dir/x\\.json': the directory /nonexistent/dir does not exist" \
+	--stats /nonexistent/dir/x.json
+check "an inherited VRAMPOOL_STATS in a directory that does not exist stops the launch" \
+	env VRAMPOOL_STATS=/nonexistent/d/s.json bash -c "$(declare -f expect not_started); V='$V' TMP='$TMP' not_started 'the directory /nonexistent/d does not exist'"
+check "--stats naming a directory stops the launch" \
+	not_started "is a directory" --stats "$TMP"
+check "--telemetry in a directory that does not exist stops the launch" \
+	not_started "VRAMPOOL_TELEMETRY='/nonexistent/t\\.jsonl': the directory /nonexistent does not exist" \
+	--telemetry /nonexistent/t.jsonl
 budget_8m() {
 	VRAMPOOL_SLAB=1M "$V" run --budget 8M --layout 3072 --stats "$TMP/b.json" -- "$TRAINER" "${T[@]}" || return 1
 	json_is b.json probe.decided true && json_is b.json pool.budget 8388608
@@ -98,6 +158,19 @@ ab_files() {
 check "--ab with --stats keeps both dumps, FILE.off and FILE.on" ab_files
 check "--ab exits with the first nonzero status" expect 5 'run 1 exited with status 5' \
 	"$V" run --ab -- ./copier 2 4096 5
+check "--ab reports the wall time of each run and their ratio" \
+	expect 0 'wall time +[0-9]+\.[0-9]+ s +[0-9]+\.[0-9]+ s +[0-9]+\.[0-9]+' \
+	"$V" run --ab --layout 3072 -- "$TRAINER" "${T[@]}"
+ab_first_failed() {
+	local out rc
+	out=$("$V" run --ab -- sh -c 'echo "usage: bad arguments" >&2; exit 3' 2>&1); rc=$?
+	printf '%s\n' "$out"
+	[ "$rc" -eq 3 ] && grep -q 'exited with status 3 before its first CUDA call' <<<"$out" &&
+		grep -q 'not running it again with the pool on' <<<"$out" &&
+		! grep -q 'run 2 of 2' <<<"$out" && ! grep -qi 'static' <<<"$out"
+}
+check "--ab does not run again when the first run failed before any CUDA call, and blames the failure" \
+	ab_first_failed
 
 # ---- the environment of the program ------------------------------------------------
 preload_kept() {
@@ -118,14 +191,25 @@ check "a multi-process run reports the process that made the copies" \
 	expect 0 'host-to-device +6 calls' "$V" run --layout 4096 --stats "$TMP/mp.%p.json" -- ./copier 6 4096 0 fork
 check "a multi-process run without --stats also finds the worker's dump" \
 	expect 0 'host-to-device +5 calls' "$V" run --layout 4096 -- ./copier 5 4096 0 fork
-static_warned() {
+check "two processes that both copy are reported side by side with a total" \
+	expect 0 'host-to-device calls +[23] +[23] +5$' \
+	"$V" run --layout 4096 -- sh -c './copier 2 4096 0 & ./copier 3 4096 0; wait'
+unseen_warned() {
+	local out
+	out=$("$V" run -- ./static_nodl 2>&1)
+	printf '%s\n' "$out"
+	grep -q 'warning: the copies of ./static_nodl will not be seen' <<<"$out" &&
+		grep -q 'wrote no stats' <<<"$out"
+}
+check "a program whose runtime cannot be reached gets a warning, runs anyway, and writes no stats" unseen_warned
+static_not_warned() {
 	local out
 	out=$("$V" run -- ./plain_static 2>&1)
 	printf '%s\n' "$out"
-	grep -q 'warning: the copies of ./plain_static will not be seen' <<<"$out" &&
-		grep -q 'wrote no stats' <<<"$out"
+	! grep -q 'warning' <<<"$out"
 }
-check "a static-runtime program gets a warning, runs anyway, and writes no stats" static_warned
+check "a static-runtime program is not warned about: it is seen through the driver entry points" \
+	static_not_warned
 
 # ---- where the library is found ------------------------------------------------
 installed() {

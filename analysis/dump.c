@@ -1,0 +1,702 @@
+/*
+ * dump.c: stats dumps and telemetry files read back (dump.h), strictly:
+ * every number that is shown was checked to be what its key promises.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dump.h"
+#include "vrampool.h"
+
+#define DUMP_FILE_MAX (64ULL << 20)		/* a dump is a few KiB */
+#define TELEMETRY_FILE_MAX (1ULL << 30)		/* a line every few seconds, for weeks */
+#define TELEMETRY_LINES_MAX 4000000
+
+/* Where a failed read goes: the message, its destination, the file. */
+struct load_error {
+	char *msg;
+	size_t size;
+	const char *path;
+	long line;		/* telemetry: the line number, or 0 */
+};
+
+/* Formats "PATH[:LINE]: " into E's message and returns its length. */
+static size_t load_where(struct load_error *e)
+{
+	int n;
+
+	if (e->line)
+		n = snprintf(e->msg, e->size, "%s: line %ld: ", esc(e->path), e->line);
+	else
+		n = snprintf(e->msg, e->size, "%s: ", esc(e->path));
+	return n < 0 ? 0 : (size_t)n < e->size ? (size_t)n : e->size - 1;
+}
+
+/* Writes "PATH: key "SECTION.KEY" is not WHAT" and returns -EINVAL. */
+static int load_type_error(struct load_error *e, const char *section,
+			   const char *key, const char *what)
+{
+	size_t o = load_where(e);
+
+	snprintf(e->msg + o, e->size - o, "key \"%s%s%s\" is not %s",
+		 section ? section : "", section ? "." : "", key, what);
+	return -EINVAL;
+}
+
+/* Writes "PATH: key "SECTION.KEY" is VALUE: WHY" and returns -EINVAL. */
+static int load_value_error(struct load_error *e, const char *section, const char *key,
+			    const char *value, const char *why)
+{
+	size_t o = load_where(e);
+
+	snprintf(e->msg + o, e->size - o, "key \"%s%s%s\" is %s: %s",
+		 section ? section : "", section ? "." : "", key, value, why);
+	return -EINVAL;
+}
+
+/*
+ * Converts the JSON number V into a count in OUT: a whole number from 0 to
+ * 2^64-1. Returns 0, or -EINVAL with the reason written for SECTION.KEY.
+ */
+static int load_count(struct load_error *e, json_t *v, const char *section,
+		      const char *key, uint64_t *out)
+{
+	char shown[64];
+	double r;
+
+	if (json_is_integer(v)) {
+		if (json_integer_value(v) < 0) {
+			snprintf(shown, sizeof(shown), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+			return load_value_error(e, section, key, shown,
+						"negative, and a count cannot be");
+		}
+		*out = (uint64_t)json_integer_value(v);
+		return 0;
+	}
+	if (!json_is_real(v))
+		return load_type_error(e, section, key, "a non-negative number");
+	r = json_real_value(v);
+	snprintf(shown, sizeof(shown), "%.17g", r);
+	if (r < 0)
+		return load_value_error(e, section, key, shown, "negative, and a count cannot be");
+	if (r != floor(r))
+		return load_value_error(e, section, key, shown, "a fraction where a whole number is expected");
+	if (r >= 18446744073709551616.0)
+		return load_value_error(e, section, key, shown,
+					"too large to represent (2^64 or more)");
+	*out = (uint64_t)r;
+	return 0;
+}
+
+/*
+ * Reads the count KEY of OBJ into OUT. A missing key (or a missing OBJ) or
+ * null leaves OUT at 0 and is not an error; anything but a count is.
+ */
+static int load_u64(struct load_error *e, json_t *obj, const char *section,
+		    const char *key, uint64_t *out)
+{
+	json_t *v = obj ? json_object_get(obj, key) : NULL;
+
+	*out = 0;
+	if (!v || json_is_null(v))
+		return 0;
+	return load_count(e, v, section, key, out);
+}
+
+/* Reads the non-negative number KEY of OBJ into OUT; *HAS says it was there. */
+static int load_seconds(struct load_error *e, json_t *obj, const char *section,
+			const char *key, double *out, bool *has)
+{
+	json_t *v = obj ? json_object_get(obj, key) : NULL;
+	char shown[64];
+
+	*out = 0;
+	if (has)
+		*has = false;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_number(v))
+		return load_type_error(e, section, key, "a number");
+	*out = json_number_value(v);
+	if (*out < 0 || !isfinite(*out)) {
+		snprintf(shown, sizeof(shown), "%.17g", *out);
+		return load_value_error(e, section, key, shown, "negative, and a time cannot be");
+	}
+	if (has)
+		*has = true;
+	return 0;
+}
+
+/* Reads the string KEY of OBJ into OUT ("" when missing or null); numbers are written out. */
+static int load_string(struct load_error *e, json_t *obj, const char *section,
+		       const char *key, char *out, size_t size, bool numbers)
+{
+	json_t *v = obj ? json_object_get(obj, key) : NULL;
+
+	out[0] = '\0';
+	if (!v || json_is_null(v))
+		return 0;
+	if (numbers && json_is_integer(v)) {
+		snprintf(out, size, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		return 0;
+	}
+	if (!json_is_string(v))
+		return load_type_error(e, section, key, "a string");
+	snprintf(out, size, "%s", json_string_value(v));
+	return 0;
+}
+
+/* Reads the boolean KEY of OBJ (DEF when missing); 0 and 1 count too. */
+static int load_bool(struct load_error *e, json_t *obj, const char *section,
+		     const char *key, bool def, bool *out, bool *has)
+{
+	json_t *v = obj ? json_object_get(obj, key) : NULL;
+
+	*out = def;
+	if (has)
+		*has = false;
+	if (!v || json_is_null(v))
+		return 0;
+	if (json_is_boolean(v))
+		*out = json_is_true(v);
+	else if (json_is_integer(v) && (json_integer_value(v) == 0 || json_integer_value(v) == 1))
+		*out = json_integer_value(v) != 0;
+	else
+		return load_type_error(e, section, key, "a boolean");
+	if (has)
+		*has = true;
+	return 0;
+}
+
+/* Returns the object KEY of ROOT, NULL when missing; sets *ERR on a wrong type. */
+static json_t *load_section(struct load_error *e, json_t *root, const char *key, int *err)
+{
+	json_t *v = json_object_get(root, key);
+
+	if (!v || json_is_null(v))
+		return NULL;
+	if (!json_is_object(v)) {
+		if (!*err)
+			*err = load_type_error(e, NULL, key, "an object");
+		return NULL;
+	}
+	return v;
+}
+
+/* Reads the "sizes" array: the copy sizes, kept most bytes first. */
+static int load_sizes(struct load_error *e, struct dump *d, json_t *root)
+{
+	json_t *arr = json_object_get(root, "sizes"), *item;
+	size_t i;
+	int j, k, max = DUMP_SIZES_MAX, err;
+	uint64_t bytes, calls, total;
+
+	if (!arr || json_is_null(arr))
+		return 0;
+	if (!json_is_array(arr))
+		return load_type_error(e, NULL, "sizes", "an array");
+	json_array_foreach(arr, i, item) {
+		if (!json_is_object(item))
+			return load_type_error(e, NULL, "sizes", "an array of objects");
+		if ((err = load_u64(e, item, "sizes[]", "bytes", &bytes)) ||
+		    (err = load_u64(e, item, "sizes[]", "calls", &calls)) ||
+		    (err = load_u64(e, item, "sizes[]", "total", &total)))
+			return err;
+		if (!total && calls && bytes <= UINT64_MAX / calls)
+			total = bytes * calls;
+		for (j = 0; j < d->nsizes && d->sizes[j].total >= total; j++)
+			;
+		if (j >= max)
+			continue;
+		for (k = (d->nsizes < max ? d->nsizes : max - 1); k > j; k--)
+			d->sizes[k] = d->sizes[k - 1];
+		d->sizes[j].bytes = bytes;
+		d->sizes[j].calls = calls;
+		d->sizes[j].total = total;
+		if (d->nsizes < max)
+			d->nsizes++;
+	}
+	return 0;
+}
+
+/* Reads "whatif": the figures and the curve, thinned to DUMP_CURVE_MAX points. */
+static int load_whatif(struct load_error *e, struct dump *d, json_t *w)
+{
+	json_t *curve, *pt;
+	size_t i, n, step_num, k;
+	uint64_t b, s;
+	int err;
+
+	if (!w)
+		return 0;
+	d->has_whatif = true;
+	if ((err = load_u64(e, w, "whatif", "unique_bytes", &d->unique_bytes)) ||
+	    (err = load_u64(e, w, "whatif", "repeat_bytes", &d->repeat_bytes)) ||
+	    (err = load_u64(e, w, "whatif", "tracked_rows", &d->tracked_rows)) ||
+	    (err = load_bool(e, w, "whatif", "sampled", false, &d->whatif_sampled, NULL)))
+		return err;
+	curve = json_object_get(w, "curve");
+	if (!curve || json_is_null(curve))
+		return 0;
+	if (!json_is_array(curve))
+		return load_type_error(e, "whatif", "curve", "a list of [budget, served] pairs");
+	n = json_array_size(curve);
+	json_array_foreach(curve, i, pt) {
+		if (!json_is_array(pt) || json_array_size(pt) != 2)
+			return load_type_error(e, "whatif", "curve", "a list of [budget, served] pairs");
+		if ((err = load_count(e, json_array_get(pt, 0), "whatif", "curve[][0]", &b)) ||
+		    (err = load_count(e, json_array_get(pt, 1), "whatif", "curve[][1]", &s)))
+			return err;
+	}
+	/* Keep at most DUMP_CURVE_MAX points, evenly, the first and the last. */
+	step_num = n > DUMP_CURVE_MAX ? n - 1 : 0;
+	for (k = 0; k < n && k < DUMP_CURVE_MAX; k++) {
+		i = step_num ? k * step_num / (DUMP_CURVE_MAX - 1) : k;
+		pt = json_array_get(curve, i);
+		load_count(e, json_array_get(pt, 0), NULL, "", &d->curve_budget[k]);
+		load_count(e, json_array_get(pt, 1), NULL, "", &d->curve_served[k]);
+		d->npoints = (int)k + 1;
+	}
+	return 0;
+}
+
+/*
+ * Reads all of PATH ("-": standard input) into a NUL-terminated buffer of
+ * at most MAX bytes. Returns 0 with *BUF (free it) and *LEN, or a negative
+ * errno with the message in E.
+ */
+static int read_all(struct load_error *e, const char *path, uint64_t max, char **buf, size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *p = NULL, *grown;
+	ssize_t r;
+	int fd, ret = 0;
+	size_t o;
+
+	fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		ret = -errno;
+		o = load_where(e);
+		snprintf(e->msg + o, e->size - o, "%s", strerror(errno));
+		return ret;
+	}
+	p = malloc(cap + 1);
+	if (!p) {
+		ret = -ENOMEM;
+		goto out_close;
+	}
+	for (;;) {
+		if (n == cap) {
+			if (cap >= max) {
+				ret = -EFBIG;
+				o = load_where(e);
+				snprintf(e->msg + o, e->size - o, "larger than %" PRIu64 " MiB: not a vrampool file",
+					 max >> 20);
+				goto out_close;
+			}
+			cap = cap * 2 > max ? (size_t)max : cap * 2;
+			grown = realloc(p, cap + 1);
+			if (!grown) {
+				ret = -ENOMEM;
+				goto out_close;
+			}
+			p = grown;
+		}
+		r = read(fd, p + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			ret = -errno;
+			o = load_where(e);
+			snprintf(e->msg + o, e->size - o, "%s", strerror(errno));
+			goto out_close;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	p[n] = '\0';
+	*buf = p;
+	*len = n;
+	p = NULL;
+out_close:
+	if (ret == -ENOMEM) {
+		o = load_where(e);
+		snprintf(e->msg + o, e->size - o, "out of memory");
+	}
+	free(p);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	return ret;
+}
+
+/* Turns jansson's complaint into E's message: "not valid JSON (line, column)" or a number's. */
+static int load_json_error(struct load_error *e, const json_error_t *jerr)
+{
+	size_t o = load_where(e);
+
+	if (strstr(jerr->text, "too big") || strstr(jerr->text, "overflow"))
+		snprintf(e->msg + o, e->size - o,
+			 "line %d, column %d: a number too large to represent (2^63 or more): %s",
+			 jerr->line, jerr->column, esc(jerr->text));
+	else if (jerr->line > 0)
+		snprintf(e->msg + o, e->size - o, "not valid JSON (line %d, column %d): %s",
+			 jerr->line, jerr->column, esc(jerr->text));
+	else
+		snprintf(e->msg + o, e->size - o, "%s", esc(jerr->text));
+	return -EINVAL;
+}
+
+/* Reads the dump in ROOT into D. */
+static int dump_parse(struct dump *d, json_t *root, struct load_error *e)
+{
+	json_t *copies, *bytes, *rows, *pool, *probe, *time_ns, *version, *whatif, *allocs;
+	uint64_t pid = 0;
+	size_t o;
+	int err = 0;
+
+	version = json_is_object(root) ? json_object_get(root, "vrampool") : NULL;
+	bytes = json_is_object(root) ? json_object_get(root, "bytes") : NULL;
+	if (!json_is_object(root) || !version || !json_is_object(bytes)) {
+		o = load_where(e);
+		snprintf(e->msg + o, e->size - o,
+			 "valid JSON, but not a vrampool stats dump (it lacks the \"vrampool\" and \"bytes\" keys)");
+		return -EINVAL;
+	}
+	if (!json_is_integer(version) || json_integer_value(version) < 1)
+		return load_type_error(e, NULL, "vrampool", "a format version (1)");
+	copies = load_section(e, root, "copies", &err);
+	rows = load_section(e, root, "rows", &err);
+	pool = load_section(e, root, "pool", &err);
+	probe = load_section(e, root, "probe", &err);
+	time_ns = load_section(e, root, "time_ns", &err);
+	whatif = load_section(e, root, "whatif", &err);
+	allocs = load_section(e, root, "allocs", &err);
+	if (err)
+		return err;
+	d->has_rows = rows != NULL;
+	d->has_pool = pool != NULL;
+	d->has_probe = probe != NULL;
+	if ((err = load_u64(e, root, NULL, "pid", &pid)) ||
+	    (err = load_string(e, root, NULL, "rank", d->rank, sizeof(d->rank), true)) ||
+	    (err = load_string(e, root, NULL, "host", d->host, sizeof(d->host), false)) ||
+	    (err = load_bool(e, root, NULL, "enabled", true, &d->enabled, NULL)) ||
+	    (err = load_string(e, root, NULL, "mode", d->mode, sizeof(d->mode), false)) ||
+	    (err = load_bool(e, root, NULL, "final", true, &d->final, &d->has_final)) ||
+	    (err = load_string(e, root, NULL, "ended_by", d->ended_by, sizeof(d->ended_by), false)) ||
+	    (err = load_seconds(e, root, NULL, "elapsed_s", &d->elapsed_s, &d->has_elapsed)) ||
+	    (err = load_string(e, root, NULL, "layout", d->layout, sizeof(d->layout), false)) ||
+	    (err = load_string(e, root, NULL, "layout_source", d->layout_source,
+			       sizeof(d->layout_source), false)) ||
+	    (err = load_string(e, root, NULL, "reason", d->reason, sizeof(d->reason), false)) ||
+	    (err = load_string(e, root, NULL, "evidence", d->evidence, sizeof(d->evidence), false)) ||
+	    (err = load_u64(e, copies, "copies", "h2d_calls", &d->h2d_calls)) ||
+	    (err = load_u64(e, copies, "copies", "matched_calls", &d->matched_calls)) ||
+	    (err = load_u64(e, copies, "copies", "passthrough_calls", &d->passthrough_calls)) ||
+	    (err = load_u64(e, copies, "copies", "fallbacks", &d->fallbacks)) ||
+	    (err = load_u64(e, copies, "copies", "graph_capture", &d->graph_capture)) ||
+	    (err = load_u64(e, copies, "copies", "driver_calls", &d->driver_calls)) ||
+	    (err = load_u64(e, copies, "copies", "batch_calls", &d->batch_calls)) ||
+	    (err = load_u64(e, copies, "copies", "stood_down", &d->stood_down_calls)) ||
+	    (err = load_u64(e, bytes, "bytes", "requested", &d->requested)) ||
+	    (err = load_u64(e, bytes, "bytes", "h2d", &d->h2d)) ||
+	    (err = load_u64(e, bytes, "bytes", "served_from_pool", &d->served)) ||
+	    (err = load_u64(e, bytes, "bytes", "captured", &d->captured_bytes)) ||
+	    (err = load_u64(e, rows, "rows", "seen", &d->rows_seen)) ||
+	    (err = load_u64(e, rows, "rows", "hits", &d->hits)) ||
+	    (err = load_u64(e, rows, "rows", "misses", &d->misses)) ||
+	    (err = load_u64(e, rows, "rows", "captured", &d->rows_captured)) ||
+	    (err = load_u64(e, rows, "rows", "pooled", &d->pooled)) ||
+	    (err = load_string(e, pool, "pool", "state", d->state, sizeof(d->state), false)) ||
+	    (err = load_u64(e, pool, "pool", "budget", &d->budget)) ||
+	    (err = load_u64(e, pool, "pool", "bytes", &d->pool_bytes)) ||
+	    (err = load_u64(e, pool, "pool", "slabs", &d->slabs)) ||
+	    (err = load_u64(e, pool, "pool", "evictions", &d->evictions)) ||
+	    (err = load_u64(e, pool, "pool", "evicted_bytes", &d->evicted_bytes)) ||
+	    (err = load_u64(e, pool, "pool", "oom_retries", &d->oom_retries)) ||
+	    (err = load_u64(e, pool, "pool", "device_ops", &d->device_ops)) ||
+	    (err = load_u64(e, pool, "pool", "displaced_bytes", &d->displaced_bytes)) ||
+	    (err = load_u64(e, pool, "pool", "displaced_slabs", &d->displaced_slabs)) ||
+	    (err = load_u64(e, pool, "pool", "faults", &d->faults)) ||
+	    (err = load_string(e, pool, "pool", "gather", d->gather, sizeof(d->gather), false)) ||
+	    (err = load_u64(e, pool, "pool", "gather_launches", &d->gather_launches)) ||
+	    (err = load_bool(e, pool, "pool", "stood_down", false, &d->pool_stood_down, NULL)) ||
+	    (err = load_u64(e, pool, "pool", "stand_downs", &d->stand_downs)) ||
+	    (err = load_bool(e, probe, "probe", "decided", false, &d->probe_decided, NULL)) ||
+	    (err = load_u64(e, probe, "probe", "free", &d->probe_free)) ||
+	    (err = load_u64(e, probe, "probe", "total", &d->probe_total)) ||
+	    (err = load_u64(e, probe, "probe", "reserve", &d->probe_reserve)) ||
+	    (err = load_u64(e, probe, "probe", "margin", &d->probe_margin)) ||
+	    (err = load_u64(e, time_ns, "time_ns", "fingerprint", &d->fingerprint_ns)) ||
+	    (err = load_u64(e, time_ns, "time_ns", "shim", &d->shim_ns)) ||
+	    (err = load_u64(e, allocs, "allocs", "calls", &d->alloc_calls)) ||
+	    (err = load_whatif(e, d, whatif)) ||
+	    (err = load_sizes(e, d, root)))
+		return err;
+	if (pid > (uint64_t)INT64_MAX)
+		return load_value_error(e, NULL, "pid", "too large", "not a process id");
+	d->pid = (long long)pid;
+	return 0;
+}
+
+int dump_load(struct dump *d, const char *path, char *msg, size_t msg_size)
+{
+	struct load_error e = { msg, msg_size, path, 0 };
+	json_error_t jerr;
+	json_t *root;
+	char *buf = NULL;
+	size_t len = 0;
+	int err;
+
+	memset(d, 0, sizeof(*d));
+	snprintf(d->path, sizeof(d->path), "%s", path);
+	d->processes = 1;
+	err = read_all(&e, path, DUMP_FILE_MAX, &buf, &len);
+	if (err)
+		return err;
+	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	free(buf);
+	if (!root)
+		return load_json_error(&e, &jerr);
+	err = dump_parse(d, root, &e);
+	json_decref(root);
+	return err;
+}
+
+/* Sums A and B, saturating instead of wrapping. */
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+void dump_add(struct dump *d, const struct dump *s)
+{
+	int i, j;
+
+	d->processes += s->processes;
+	d->enabled = d->enabled || s->enabled;
+	if (!d->layout[0])
+		snprintf(d->layout, sizeof(d->layout), "%s", s->layout);
+	if (!d->state[0])
+		snprintf(d->state, sizeof(d->state), "%s", s->state);
+	if (!d->reason[0])
+		snprintf(d->reason, sizeof(d->reason), "%s", s->reason);
+	if (s->has_elapsed && (!d->has_elapsed || s->elapsed_s > d->elapsed_s)) {
+		d->has_elapsed = true;
+		d->elapsed_s = s->elapsed_s;
+	}
+	if (s->has_final && !s->final) {
+		d->has_final = true;
+		d->final = false;
+	}
+#define ADD(f) (d->f = add_sat(d->f, s->f))
+	ADD(h2d_calls); ADD(matched_calls); ADD(passthrough_calls); ADD(fallbacks);
+	ADD(graph_capture); ADD(driver_calls); ADD(batch_calls); ADD(stood_down_calls);
+	ADD(requested); ADD(h2d); ADD(served); ADD(captured_bytes);
+	ADD(rows_seen); ADD(hits); ADD(misses); ADD(rows_captured); ADD(pooled);
+	ADD(budget); ADD(pool_bytes); ADD(slabs); ADD(evictions); ADD(evicted_bytes);
+	ADD(oom_retries); ADD(device_ops); ADD(displaced_bytes); ADD(displaced_slabs);
+	ADD(faults); ADD(gather_launches); ADD(stand_downs);
+	ADD(fingerprint_ns); ADD(shim_ns); ADD(alloc_calls);
+	ADD(unique_bytes); ADD(repeat_bytes); ADD(tracked_rows);
+#undef ADD
+	d->pool_stood_down = d->pool_stood_down || s->pool_stood_down;
+	d->has_rows = d->has_rows || s->has_rows;
+	d->has_pool = d->has_pool || s->has_pool;
+	/* The processes' curves have different budgets: the sum keeps none. */
+	d->has_whatif = d->has_whatif || s->has_whatif;
+	d->whatif_sampled = d->whatif_sampled || s->whatif_sampled;
+	d->npoints = 0;
+	if (!d->probe_decided && s->probe_decided) {
+		d->has_probe = true;
+		d->probe_decided = true;
+		d->probe_free = s->probe_free;
+		d->probe_total = s->probe_total;
+		d->probe_reserve = s->probe_reserve;
+		d->probe_margin = s->probe_margin;
+	}
+	for (i = 0; i < s->nsizes; i++) {
+		for (j = 0; j < d->nsizes && d->sizes[j].bytes != s->sizes[i].bytes; j++)
+			;
+		if (j < d->nsizes) {
+			d->sizes[j].calls = add_sat(d->sizes[j].calls, s->sizes[i].calls);
+			d->sizes[j].total = add_sat(d->sizes[j].total, s->sizes[i].total);
+		} else if (d->nsizes < DUMP_SIZES_MAX) {
+			d->sizes[d->nsizes++] = s->sizes[i];
+		}
+	}
+}
+
+bool dump_is_off(const struct dump *d)
+{
+	return d->mode[0] ? strcmp(d->mode, "off") == 0 : !d->enabled;
+}
+
+bool dump_is_on(const struct dump *d)
+{
+	return d->mode[0] ? strcmp(d->mode, "on") == 0 : d->enabled;
+}
+
+const char *dump_mode(const struct dump *d)
+{
+	if (d->mode[0])
+		return d->mode;
+	return d->enabled ? "on" : "off";
+}
+
+const char *dump_label(const struct dump *d, char *buf, size_t size)
+{
+	const char *slash = strrchr(d->path, '/');
+
+	if (d->rank[0])
+		snprintf(buf, size, "rank %s", d->rank);
+	else if (d->pid)
+		snprintf(buf, size, "pid %lld", d->pid);
+	else if (strcmp(d->path, "-") == 0)
+		snprintf(buf, size, "stdin");
+	else
+		snprintf(buf, size, "%s", slash ? slash + 1 : d->path);
+	return buf;
+}
+
+uint64_t dump_whatif_served_at(const struct dump *d, uint64_t b)
+{
+	int i;
+	double f;
+
+	if (d->npoints == 0)
+		return 0;
+	if (b <= d->curve_budget[0])
+		return d->curve_served[0];
+	for (i = 1; i < d->npoints; i++) {
+		if (b > d->curve_budget[i])
+			continue;
+		if (d->curve_budget[i] == d->curve_budget[i - 1])
+			return d->curve_served[i];
+		f = (double)(b - d->curve_budget[i - 1]) /
+		    (double)(d->curve_budget[i] - d->curve_budget[i - 1]);
+		return d->curve_served[i - 1] +
+		       (uint64_t)(f * ((double)d->curve_served[i] - (double)d->curve_served[i - 1]));
+	}
+	return d->curve_served[d->npoints - 1];
+}
+
+/* Reads one telemetry line (an object) into P. */
+static int telemetry_parse(struct load_error *e, json_t *o, struct telemetry_point *p)
+{
+	bool has;
+	uint64_t pid = 0;
+	int err;
+	size_t off;
+
+	if (!json_is_object(o)) {
+		off = load_where(e);
+		snprintf(e->msg + off, e->size - off, "not a JSON object: not a vrampool telemetry line");
+		return -EINVAL;
+	}
+	if (!json_object_get(o, "rows_seen") || !json_object_get(o, "bytes_requested")) {
+		off = load_where(e);
+		snprintf(e->msg + off, e->size - off,
+			 "not a vrampool telemetry line (it lacks \"rows_seen\" and \"bytes_requested\")");
+		return -EINVAL;
+	}
+	if ((err = load_seconds(e, o, NULL, "t", &p->t, &has)) ||
+	    (err = load_seconds(e, o, NULL, "elapsed_s", &p->elapsed_s, &has)) ||
+	    (err = load_u64(e, o, NULL, "pid", &pid)) ||
+	    (err = load_string(e, o, NULL, "rank", p->rank, sizeof(p->rank), true)) ||
+	    (err = load_u64(e, o, NULL, "rows_seen", &p->rows_seen)) ||
+	    (err = load_u64(e, o, NULL, "rows_hits", &p->rows_hits)) ||
+	    (err = load_u64(e, o, NULL, "bytes_requested", &p->bytes_requested)) ||
+	    (err = load_u64(e, o, NULL, "bytes_h2d", &p->bytes_h2d)) ||
+	    (err = load_u64(e, o, NULL, "bytes_served", &p->bytes_served)) ||
+	    (err = load_u64(e, o, NULL, "pool_bytes", &p->pool_bytes)) ||
+	    (err = load_u64(e, o, NULL, "pool_budget", &p->pool_budget)) ||
+	    (err = load_string(e, o, NULL, "state", p->state, sizeof(p->state), false)))
+		return err;
+	p->pid = pid > (uint64_t)INT64_MAX ? 0 : (long long)pid;
+	return 0;
+}
+
+int telemetry_load(struct telemetry *t, const char *path, char *msg, size_t msg_size)
+{
+	struct load_error e = { msg, msg_size, path, 0 };
+	struct telemetry_point *grown;
+	json_error_t jerr;
+	json_t *o;
+	char *buf = NULL, *line, *nl;
+	size_t len = 0;
+	int err = 0, cap = 0;
+	long lineno = 0;
+
+	memset(t, 0, sizeof(*t));
+	err = read_all(&e, path, TELEMETRY_FILE_MAX, &buf, &len);
+	if (err)
+		return err;
+	for (line = buf; line < buf + len; line = nl + 1) {
+		bool last;
+
+		nl = memchr(line, '\n', (size_t)(buf + len - line));
+		last = !nl;
+		if (!nl)
+			nl = buf + len;
+		*nl = '\0';
+		lineno++;
+		if (line[strspn(line, " \t\r")] == '\0')
+			continue;
+		e.line = lineno;
+		o = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
+		if (!o) {
+			if (last)
+				break;	/* cut short by a kill: the lines before it stand */
+			err = load_json_error(&e, &jerr);
+			goto out_free;
+		}
+		if (t->n == cap) {
+			if (cap >= TELEMETRY_LINES_MAX) {
+				json_decref(o);
+				break;
+			}
+			cap = cap ? cap * 2 : 256;
+			grown = realloc(t->p, (size_t)cap * sizeof(*t->p));
+			if (!grown) {
+				json_decref(o);
+				err = -ENOMEM;
+				snprintf(msg, msg_size, "%s: out of memory", esc(path));
+				goto out_free;
+			}
+			t->p = grown;
+		}
+		memset(&t->p[t->n], 0, sizeof(t->p[t->n]));
+		err = telemetry_parse(&e, o, &t->p[t->n]);
+		json_decref(o);
+		if (err)
+			goto out_free;
+		t->n++;
+		if (last)
+			break;
+	}
+	if (!t->n) {
+		snprintf(msg, msg_size, "%s: no telemetry line in it", esc(path));
+		err = -EINVAL;
+	}
+out_free:
+	free(buf);
+	if (err)
+		telemetry_release(t);
+	return err;
+}
+
+void telemetry_release(struct telemetry *t)
+{
+	free(t->p);
+	t->p = NULL;
+	t->n = 0;
+}
