@@ -36,8 +36,14 @@
  * takes nothing: it could only hash in the caller's place, not beside it.
  *
  * Workers sleep on work_cv between jobs and are woken by invitation: the
- * caller bumps the generation and invites threads - 1 of them. They block
- * every signal, are started at the first large copy (as many as the most
+ * caller bumps the generation and invites threads - 1 of them. They run
+ * under SCHED_BATCH: the same share of the CPU as any thread, but a woken
+ * worker does not preempt the thread running where it wakes, so on a busy
+ * machine waking one does not take the CPU from the caller (which never
+ * waits for a worker that has not started). Not SCHED_IDLE: a worker that
+ * has taken a task must get the CPU to finish it, and an unprivileged
+ * thread cannot leave SCHED_IDLE once it holds one. They block every
+ * signal, are started at the first large copy (as many as the most
  * threads configured, less the caller; more are added if a later
  * fingerprint_init asks for more), and are forgotten by
  * fingerprint_atfork_child so that a forked child starts its own. If none
@@ -450,6 +456,8 @@ static uint64_t fp_claim_run(struct fp_workers *w, int by_worker)
 			hooks->task_claimed(by_worker);
 		fp_job_task(&w->job, ntasks - left);
 		ran++;
+		if (by_worker)     /* counted before the caller can see the task done */
+			atomic_fetch_add_explicit(&w->worker_tasks, 1, memory_order_relaxed);
 		if (atomic_fetch_add_explicit(&w->finished, 1, memory_order_release) + 1 == ntasks &&
 		    by_worker)
 			fp_wake_caller(w);
@@ -461,6 +469,12 @@ static void *fp_worker_main(void *arg)
 {
 	struct fp_workers *w = arg;
 	uint64_t seen;
+#ifdef SCHED_BATCH
+	struct sched_param batch = { 0 };
+
+	/* A woken worker does not preempt the caller (see the file comment). */
+	pthread_setschedparam(pthread_self(), SCHED_BATCH, &batch);
+#endif
 
 	pthread_mutex_lock(&w->lock);
 	seen = w->start_generation;     /* not generation: a job may already be out */
@@ -477,13 +491,10 @@ static void *fp_worker_main(void *arg)
 		pthread_mutex_unlock(&w->lock);
 
 		const struct fp_test_hooks *hooks = fp_hooks_get();
-		uint64_t ran;
 
 		if (hooks && hooks->worker_joined)
 			hooks->worker_joined();
-		ran = fp_claim_run(w, 1);
-		if (ran)
-			atomic_fetch_add_explicit(&w->worker_tasks, ran, memory_order_relaxed);
+		fp_claim_run(w, 1);
 		pthread_mutex_lock(&w->lock);
 	}
 	pthread_mutex_unlock(&w->lock);

@@ -11,8 +11,9 @@
  * started again in a forked child that fingerprints. The caller takes tasks
  * itself and never waits for a worker that has not started: it waits only
  * for tasks a worker has taken and is running (a worker that wakes on the
- * caller's own CPU takes none). One copy is split at a time; a concurrent
- * caller hashes alone.
+ * caller's own CPU takes none). Workers run under SCHED_BATCH: waking one
+ * never preempts a running thread. One copy is split at a time; a
+ * concurrent caller hashes alone.
  *
  * Thread count, chosen from what is measured: each large copy's throughput
  * (bytes per nanosecond of the caller's time, averaged over recent copies)
