@@ -47,9 +47,7 @@
 #define IX_MIN_CAP 2
 #define IX_HUGE_MIN (2ull << 20)        /* tables this large are mmapped for huge pages */
 #define IX_HUGE_ALIGN (2ull << 20)
-#ifndef IX_LOOKAHEAD
 #define IX_LOOKAHEAD 16                 /* keys prefetched ahead in index_lookup_many */
-#endif
 
 /* One slot: a key and its value together. */
 struct ix_slot {

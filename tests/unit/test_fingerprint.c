@@ -1,11 +1,20 @@
 /*
  * Unit tests of shim/fingerprint: stability, sensitivity to every byte and
  * to the length, keying, agreement of the parallel and serial paths (rows
- * and the two-level tree of huge rows), concurrent callers, and a forked
- * child that fingerprints with its own workers.
+ * and the two-level tree of huge rows) for every size and thread count,
+ * workers that cannot start or are held back, the caller waiting for a
+ * task a worker runs, the thread-count chooser, concurrent callers, and a
+ * forked child that fingerprints with its own workers.
+ *
+ * Most tests install test hooks that make every large copy use exactly the
+ * configured thread count (the chooser would hash some copies alone).
  */
 #include <CUnit/Basic.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +24,11 @@
 #include "fingerprint.h"
 
 #define MiB (1ull << 20)
+
+/* Large copies split with exactly the configured count, from 1 MiB. */
+static const struct fp_test_hooks exact = { .exact_threads = 1 };
+/* The same, splitting copies of any size. */
+static const struct fp_test_hooks exact_all = { .exact_threads = 1, .parallel_min = 1 };
 
 /* Fills buf with a deterministic pseudo-random pattern (xorshift64). */
 static void fill_random(unsigned char *buf, size_t n, uint64_t seed)
@@ -124,6 +138,45 @@ static void test_different_secrets_give_different_fingerprints(void)
 	free(buf);
 }
 
+/*
+ * Whether the upper halves of the YMM registers are in use (XGETBV with
+ * ECX = 1, the XINUSE bitmap, bit 2), or -1 where the CPU cannot say.
+ */
+static int avx_upper_in_use(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned a, b, c, d, lo, hi;
+
+	if (!__get_cpuid_count(0xD, 1, &a, &b, &c, &d) || !(a & 4))
+		return -1;
+	__asm__ __volatile__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+	(void)hi;
+	return (lo >> 2) & 1;
+#else
+	return -1;
+#endif
+}
+
+static void test_hashing_leaves_the_avx_state_clean(void)
+{
+	unsigned char *buf = random_buffer(MiB, 13);
+	struct fp out[64];
+	struct fp one;
+	int dirty_one, dirty_rows;
+
+	/* The AVX2 kernel runs for rows over 240 bytes; SSE code after it
+	 * (the shim's and the host program's) is slow while its upper state
+	 * stays dirty. Checked right after each call, where the CPU tells. */
+	one = fingerprint_one(buf, 3072);
+	dirty_one = avx_upper_in_use();
+	fingerprint_rows(buf, 3072, 64, out);
+	dirty_rows = avx_upper_in_use();
+	CU_ASSERT(dirty_one != 1);
+	CU_ASSERT(dirty_rows != 1);
+	CU_ASSERT(same(one, out[0]));
+	free(buf);
+}
+
 /* Hashes nrows rows with threads threads and compares with fingerprint_one. */
 static void check_parallel_matches_serial(unsigned threads, const unsigned char *buf,
 					  uint64_t row, uint64_t nrows)
@@ -146,6 +199,7 @@ static void test_parallel_path_matches_serial_path(void)
 	unsigned char *buf = random_buffer(64 * MiB, 5);
 	uint64_t row = 3072, nrows = 16 * MiB / row;
 
+	fingerprint_set_test_hooks(&exact);
 	check_parallel_matches_serial(1, buf, row, nrows);
 	check_parallel_matches_serial(4, buf, row, nrows);
 	check_parallel_matches_serial(1, buf, 64 * MiB, 1);
@@ -154,6 +208,204 @@ static void test_parallel_path_matches_serial_path(void)
 	check_parallel_matches_serial(2, buf, 150528, 64 * MiB / 150528);
 	check_parallel_matches_serial(2, buf, 1 * MiB + 1, 2);      /* one row per task */
 	fingerprint_shutdown();
+	fingerprint_set_test_hooks(NULL);
+	free(buf);
+}
+
+static void test_every_size_and_thread_count_matches_serial(void)
+{
+	static const uint64_t rows[] = { 1, 17, 64, 3072, 150528, MiB + 1, 5 * MiB + 7 };
+	static const uint64_t counts[] = { 2, 3, 7, 64, 1000 };
+	static const unsigned threads[] = { 2, 3, 4, 8 };
+	unsigned char *buf = random_buffer(24 * MiB, 8);
+	struct fp_stats before, after;
+
+	fingerprint_set_test_hooks(&exact_all);
+	fingerprint_get_stats(&before);
+	for (size_t t = 0; t < sizeof(threads) / sizeof(threads[0]); t++)
+		for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
+			for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+				if (rows[r] * counts[c] <= 24 * MiB)
+					check_parallel_matches_serial(threads[t], buf, rows[r],
+								      counts[c]);
+	check_parallel_matches_serial(3, buf, 5 * MiB + 7, 1);     /* one tree row */
+	fingerprint_get_stats(&after);
+	CU_ASSERT(after.parallel_jobs > before.parallel_jobs);
+	CU_ASSERT(after.caller_tasks > before.caller_tasks);
+	fingerprint_shutdown();
+	fingerprint_set_test_hooks(NULL);
+	free(buf);
+}
+
+static void test_no_deadlock_when_no_worker_can_start(void)
+{
+	static const struct fp_test_hooks none = { .exact_threads = 1, .parallel_min = 1,
+						   .no_workers = 1 };
+	unsigned char *buf = random_buffer(4 * MiB, 9);
+	struct fp_stats before, st;
+
+	fingerprint_shutdown();
+	fingerprint_set_test_hooks(&none);
+	fingerprint_get_stats(&before);
+	check_parallel_matches_serial(4, buf, 3072, 4 * MiB / 3072);
+	check_parallel_matches_serial(4, buf, 150528, 4 * MiB / 150528);
+	fingerprint_get_stats(&st);
+	CU_ASSERT_EQUAL(st.workers, 0);
+	CU_ASSERT_EQUAL(st.worker_tasks, before.worker_tasks);
+	CU_ASSERT_EQUAL(st.parallel_jobs, before.parallel_jobs);
+	fingerprint_init(0);                       /* the chooser, with no workers either */
+	check_parallel_matches_serial(0, buf, 3072, 4 * MiB / 3072);
+	fingerprint_shutdown();
+	fingerprint_set_test_hooks(NULL);
+	free(buf);
+}
+
+/* A gate that holds workers back as they join a copy, until it opens. */
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t held_cv = PTHREAD_COND_INITIALIZER;
+static int held_open;
+static atomic_int held_count;
+
+static void hold_worker(void)
+{
+	atomic_fetch_add(&held_count, 1);
+	pthread_mutex_lock(&held_lock);
+	while (!held_open)
+		pthread_cond_wait(&held_cv, &held_lock);
+	pthread_mutex_unlock(&held_lock);
+}
+
+static void test_a_held_back_worker_never_makes_the_caller_wait(void)
+{
+	static const struct fp_test_hooks held = { .exact_threads = 1, .worker_joined = hold_worker };
+	uint64_t row = 3072, nrows = 8 * MiB / 3072;
+	unsigned char *buf = random_buffer(row * nrows, 10);
+	struct fp_stats before, after;
+
+	fingerprint_shutdown();
+	fingerprint_set_test_hooks(&held);
+	fingerprint_get_stats(&before);
+	/* The worker is invited to every copy but stays held: each copy is
+	 * done by the caller alone, which never waits for it. */
+	for (int i = 0; i < 5; i++)
+		check_parallel_matches_serial(2, buf, row, nrows);
+	fingerprint_get_stats(&after);
+	CU_ASSERT_EQUAL(after.worker_tasks, before.worker_tasks);
+	CU_ASSERT_EQUAL(after.waits, before.waits);
+	CU_ASSERT_EQUAL(after.parallel_jobs, before.parallel_jobs + 5);
+	CU_ASSERT_EQUAL(after.caller_tasks - before.caller_tasks,
+			5 * ((nrows + 42 - 1) / 42));      /* 42 rows of 3 KiB: a 128 KiB task */
+	/* Released, it finds nothing left to take and the next copies work. */
+	pthread_mutex_lock(&held_lock);
+	held_open = 1;
+	pthread_cond_broadcast(&held_cv);
+	pthread_mutex_unlock(&held_lock);
+	check_parallel_matches_serial(2, buf, row, nrows);
+	fingerprint_shutdown();                   /* joins the worker: it got through */
+	fingerprint_set_test_hooks(NULL);
+	free(buf);
+}
+
+/*
+ * The first task a worker takes is delayed 20 ms; the caller, at its first
+ * task, waits (up to 5 s) until a worker has taken one. So the caller ends
+ * its own tasks long before the worker's, and must wait for it.
+ */
+static atomic_int slow_tasks, caller_held;
+
+static void slow_worker_task(int by_worker)
+{
+	if (by_worker) {
+		if (atomic_fetch_add(&slow_tasks, 1) == 0)
+			usleep(20000);
+		return;
+	}
+	if (atomic_fetch_add(&caller_held, 1) == 0)
+		for (int i = 0; i < 5000 && atomic_load(&slow_tasks) == 0; i++)
+			usleep(1000);
+}
+
+static void test_the_caller_waits_for_a_task_a_worker_runs(void)
+{
+	static const struct fp_test_hooks slow = { .exact_threads = 1, .workers_anywhere = 1,
+						   .task_claimed = slow_worker_task };
+	uint64_t row = 150528, nrows = 32;
+	unsigned char *buf = random_buffer(row * nrows, 11);
+	struct fp_stats before, after;
+
+	fingerprint_shutdown();
+	fingerprint_set_test_hooks(&slow);
+	fingerprint_get_stats(&before);
+	/* Every row must be there when fingerprint_rows returns, the rows of
+	 * the delayed task included. */
+	check_parallel_matches_serial(2, buf, row, nrows);
+	fingerprint_get_stats(&after);
+	CU_ASSERT(atomic_load(&slow_tasks) >= 1);
+	CU_ASSERT(after.worker_tasks > before.worker_tasks);
+	CU_ASSERT(after.waits > before.waits);
+	CU_ASSERT(after.wait_ns > before.wait_ns);
+	fingerprint_shutdown();
+	fingerprint_set_test_hooks(NULL);
+	free(buf);
+}
+
+/* The throughput the chooser sees, scripted: which count is faster. */
+static atomic_uint faster;
+
+static double scripted_rate(unsigned threads, double measured)
+{
+	(void)measured;
+	return threads == atomic_load(&faster) ? 2.0 : 1.0;
+}
+
+/* Hashes n small copies (split, since the threshold is 1 byte); returns the count chosen. */
+static unsigned chosen_after(int n, const unsigned char *buf)
+{
+	struct fp out[4];
+	struct fp_stats st;
+
+	for (int i = 0; i < n; i++)
+		fingerprint_rows(buf, 1024, 4, out);
+	fingerprint_get_stats(&st);
+	return st.threads;
+}
+
+static void test_the_thread_count_follows_measured_throughput(void)
+{
+	static const struct fp_test_hooks scripted = { .parallel_min = 1, .rate = scripted_rate };
+	unsigned char *buf = random_buffer(4096, 12);
+	struct fp_stats a, b;
+
+	fingerprint_shutdown();
+	fingerprint_set_test_hooks(&scripted);
+	/* A forced count of 2: the chooser picks between 2 and the caller alone. */
+	fingerprint_init(2);
+	atomic_store(&faster, 2);
+	CU_ASSERT_EQUAL(chosen_after(10, buf), 2);
+	atomic_store(&faster, 1);                  /* the machine got busy */
+	CU_ASSERT_EQUAL(chosen_after(100, buf), 1);
+	atomic_store(&faster, 2);                  /* and idle again */
+	CU_ASSERT_EQUAL(chosen_after(100, buf), 2);
+	fingerprint_get_stats(&a);
+	CU_ASSERT(!a.adaptive && a.threads_max == 2);
+	/* The default: the first large copy alone, the second with 2 threads. */
+	if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
+		fingerprint_shutdown();
+		fingerprint_init(0);
+		fingerprint_get_stats(&a);
+		chosen_after(1, buf);
+		fingerprint_get_stats(&b);
+		CU_ASSERT(b.adaptive && b.threads_max >= 2);
+		CU_ASSERT_EQUAL(b.parallel_jobs, a.parallel_jobs);
+		chosen_after(1, buf);
+		fingerprint_get_stats(&b);
+		CU_ASSERT_EQUAL(b.parallel_jobs, a.parallel_jobs + 1);
+		atomic_store(&faster, 1);
+		CU_ASSERT_EQUAL(chosen_after(100, buf), 1);
+	}
+	fingerprint_shutdown();
+	fingerprint_set_test_hooks(NULL);
+	fingerprint_init(0);
 	free(buf);
 }
 
@@ -196,6 +448,7 @@ static void test_concurrent_callers_get_correct_results(void)
 	struct fp *expect[CALLERS];
 	pthread_t tid[CALLERS];
 
+	fingerprint_set_test_hooks(&exact);
 	fingerprint_init(3);
 	for (int i = 0; i < CALLERS; i++) {
 		expect[i] = calloc(nrows[i], sizeof(struct fp));
@@ -212,6 +465,7 @@ static void test_concurrent_callers_get_correct_results(void)
 		free(expect[i]);
 	}
 	fingerprint_shutdown();
+	fingerprint_set_test_hooks(NULL);
 	free(buf);
 }
 
@@ -225,6 +479,7 @@ static void test_forked_child_fingerprints_correctly(void)
 	pid_t pid;
 
 	CU_ASSERT_FATAL(expect != NULL);
+	fingerprint_set_test_hooks(&exact);
 	fingerprint_init(3);
 	fingerprint_rows(buf, row, nrows, expect);     /* parent's workers now exist */
 	CU_ASSERT_FATAL(pipe(fds) == 0);
@@ -261,6 +516,7 @@ static void test_forked_child_fingerprints_correctly(void)
 	fingerprint_rows(buf, row, nrows, expect);
 	CU_ASSERT(same(got[1], expect[nrows - 1]));
 	fingerprint_shutdown();
+	fingerprint_set_test_hooks(NULL);
 	free(expect);
 	free(buf);
 }
@@ -283,8 +539,20 @@ int main(void)
 			 test_it_depends_on_length) ||
 	    !CU_add_test(s, "different secrets give different fingerprints of the same bytes",
 			 test_different_secrets_give_different_fingerprints) ||
+	    !CU_add_test(s, "hashing leaves the upper AVX state clean for the SSE code after it",
+			 test_hashing_leaves_the_avx_state_clean) ||
 	    !CU_add_test(s, "the parallel path gives exactly the per-row results of the serial path",
 			 test_parallel_path_matches_serial_path) ||
+	    !CU_add_test(s, "every row size, row count and thread count gives the serial results",
+			 test_every_size_and_thread_count_matches_serial) ||
+	    !CU_add_test(s, "when no worker can start, the caller hashes everything without deadlock",
+			 test_no_deadlock_when_no_worker_can_start) ||
+	    !CU_add_test(s, "a worker held back before its first task never makes the caller wait",
+			 test_a_held_back_worker_never_makes_the_caller_wait) ||
+	    !CU_add_test(s, "the caller waits for a task a worker has taken and returns every row",
+			 test_the_caller_waits_for_a_task_a_worker_runs) ||
+	    !CU_add_test(s, "the thread count follows measured throughput, both ways",
+			 test_the_thread_count_follows_measured_throughput) ||
 	    !CU_add_test(s, "concurrent callers from several threads get correct results",
 			 test_concurrent_callers_get_correct_results) ||
 	    !CU_add_test(s, "a forked child fingerprints correctly with its own workers",
