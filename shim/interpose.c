@@ -49,6 +49,7 @@
 #include "log.h"
 #include "pool.h"
 #include "report.h"
+#include "specpick.h"
 #include "stats.h"
 #include "whatif.h"
 
@@ -434,7 +435,7 @@ static void vp_autolayout(const void *src, uint64_t n)
 	} else {
 		stats_set_text(STATS_EVIDENCE, "%s", res.evidence);
 		if (vp_config.layout.is_auto)
-			stats_set_text(STATS_REASON, "auto layout: %s", res.evidence);
+			stats_set_text(STATS_REASON, "VRAMPOOL_LAYOUT=auto found no layout: %s", res.evidence);
 		log_verbose("no layout found: %s", res.evidence);
 	}
 	atomic_store_explicit(&vp_auto_state, (int)res.state, memory_order_release);
@@ -715,6 +716,10 @@ static int vp_copy(struct vp_call *c, enum classify_dir dir)
 		return vp_forward_copy(c);
 	if (out.reason != CL_POOL)
 		goto passthrough;
+	/* Several specs divide the size: the content says which one cuts it. */
+	vp_inside = 1;
+	specpick_choose(in.layout, c->n, c->src, &out.hit);
+	vp_inside = 0;
 	device_context_id(&ctx_id);
 	p = pool_get(out.dev, ctx_id);
 	if (!p)
@@ -1766,16 +1771,16 @@ static void vp_atfork_child(void)
 	pool_atfork_child();
 	device_atfork_child();
 	fingerprint_atfork_child();
+	specpick_reset();
 	whatif_reset();
-	stats_reset(vp_config.enabled, vp_config.has_layout && !vp_config.layout.is_auto
-					       ? vp_config.layout.text : NULL);
+	stats_reset(vp_config.enabled, vp_config.has_layout ? vp_config.layout.text : NULL);
 	if (vp_config.dry)
 		stats_set_mode(STATS_MODE_DRY);
 	if (atomic_load(&vp_auto_state) == AUTOLAYOUT_FOUND) {
 		stats_set_text(STATS_LAYOUT, "%s", vp_auto.text);
 		stats_set_text(STATS_LAYOUT_SOURCE, "auto");
-	} else if (vp_config.has_layout && !vp_config.layout.is_auto) {
-		stats_set_text(STATS_LAYOUT_SOURCE, "env");
+	} else if (vp_config.has_layout) {
+		stats_set_text(STATS_LAYOUT_SOURCE, vp_config.layout.is_auto ? "auto" : "env");
 	}
 	report_atfork_child();
 }
@@ -1783,11 +1788,12 @@ static void vp_atfork_child(void)
 /* The starting state and reason of the pool for the dump. */
 static void vp_initial_state(void)
 {
-	const char *layout = vp_config.has_layout && !vp_config.layout.is_auto ? vp_config.layout.text : NULL;
+	const char *layout = vp_config.has_layout ? vp_config.layout.text : NULL;
 
+	/* "auto" stands for the layout until the content shows one. */
 	stats_reset(vp_config.enabled, layout);
 	if (layout)
-		stats_set_text(STATS_LAYOUT_SOURCE, "env");
+		stats_set_text(STATS_LAYOUT_SOURCE, vp_config.layout.is_auto ? "auto" : "env");
 	if (vp_config.dry && !vp_config.invalid)
 		stats_set_mode(STATS_MODE_DRY);
 	if (vp_config.invalid) {

@@ -818,10 +818,10 @@ int stats_format_summary(char *buf, size_t len, const struct stats_dump *d)
 	    (stats_global.enabled || (d && d->problem && d->problem[0] != '\0')))
 		sb_line(&b, "vrampool: pool %s: %s", stats_state_name(stats_state()), reason);
 	stats_summary_whatif(&b, stood);
-	if (strcmp(source, "auto") == 0 && layout[0] != '\0')
+	if (strcmp(source, "auto") == 0 && layout[0] != '\0' && strcmp(layout, "auto") != 0)
 		sb_line(&b, "vrampool: layout found from the copies' content: %s%s%s", layout,
 			evidence[0] ? "; " : "", evidence);
-	else if (strcmp(layout, "auto") == 0 && evidence[0] != '\0')
+	else if (strcmp(layout, "auto") == 0 && evidence[0] != '\0' && !reason)
 		sb_line(&b, "vrampool: VRAMPOOL_LAYOUT=auto found no layout: %s", evidence);
 	if (stood)
 		sb_line(&b, "vrampool: rows did not repeat: pooling stood down after %llu copies; "

@@ -1260,15 +1260,13 @@ out:
 }
 
 /*
- * Overwrites up to 16 of the n bytes at p, at a random place, with fresh
- * random bytes: a row of 16 bytes or more so perturbed never repeats.
+ * Overwrites the n bytes at p with fresh random bytes, as random crops,
+ * flips and colour jitter on the host change every byte of a sample: no
+ * part of it repeats, at any row size.
  */
 static void trainer_perturb(uint64_t *rng, unsigned char *p, size_t n)
 {
-	size_t k = n < 16 ? n : 16;
-	size_t at = (size_t)trainer_rng_below(rng, n - k + 1);
-
-	trainer_rng_fill(rng, p + at, k);
+	trainer_rng_fill(rng, p, n);
 }
 
 /* Returns whether --augment perturbs the samples of the current epoch. */

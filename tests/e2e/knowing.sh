@@ -49,9 +49,10 @@ check "VRAMPOOL_LAYOUT=auto finds 3072-byte samples in batches of 64 and pools f
 check "VRAMPOOL_LAYOUT=auto finds 150528-byte samples (u8:3x224x224) and pools from epoch 3" \
 	auto_layout auto150k 150528 300 32
 
-# With nothing repeating (host-side random augmentation), auto says so.
+# With nothing repeating (host-side random augmentation), auto says so
+# (after 64 copies and 256 MiB without a repeat: autolayout.h).
 auto_nothing() {
-	run autonone VRAMPOOL_LAYOUT=auto -- --samples 600 --row 3072 --batch 64 --epochs 3 --augment -1 || return 1
+	run autonone VRAMPOOL_LAYOUT=auto -- --samples 160 --row 150528 --batch 16 --epochs 12 --augment -1 || return 1
 	grep -qi 'repeat' "$TMP/autonone.err" || { cat "$TMP/autonone.err"; return 1; }
 	[ "$(jget "$TMP/autonone.json" bytes.served_from_pool)" = 0 ]
 }

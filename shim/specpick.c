@@ -1,0 +1,261 @@
+/*
+ * specpick: the content-based choice between specs that divide one copy
+ * size (specpick.h says why and when).
+ *
+ * Per ambiguous copy size, a record holds its candidate specs (largest
+ * first) and, per candidate, a set of 64-bit row fingerprints seen in
+ * earlier copies (open addressing, zero is empty). A copy first looks its
+ * rows up in the sets (so repeats inside one copy do not count), then adds
+ * them. Window sums per candidate collect rows looked up and repeats; once
+ * every candidate has SPECPICK_MIN_ROWS rows in the window, the largest
+ * candidate with at least half of its rows repeated is chosen; if none is,
+ * the window starts again (the first epoch: nothing repeats yet).
+ *
+ * Memory: all sets together stay under SPECPICK_MEM_MAX. Past it, the
+ * sampling level rises: a fingerprint is kept only when its top `level`
+ * bits are zero, every set drops what no longer qualifies, and only
+ * qualifying rows are looked up and counted from then on.
+ */
+#include "specpick.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fingerprint.h"
+#include "log.h"
+
+#define SPECPICK_SIZES 16
+#define SPECPICK_CANDS 4
+#define SPECPICK_MIN_ROWS 4
+
+struct sp_set {
+	uint64_t *keys;
+	size_t cap, count;      /* cap a power of two, count <= cap / 2 */
+};
+
+struct sp_size {
+	_Atomic uint64_t n;     /* the copy size, 0: a free record */
+	_Atomic int decided;    /* -1 undecided, else the candidate chosen */
+	int ncand;
+	struct layout_hit cand[SPECPICK_CANDS];
+	struct sp_set seen[SPECPICK_CANDS];
+	uint64_t win_rows[SPECPICK_CANDS], win_reps[SPECPICK_CANDS];
+};
+
+static pthread_mutex_t sp_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sp_size sp_sizes[SPECPICK_SIZES];
+static unsigned sp_level;      /* sampling level: keep keys whose top sp_level bits are zero */
+static uint64_t sp_bytes;      /* bytes of every set */
+
+static int sp_keep(uint64_t k)
+{
+	return sp_level == 0 || (k >> (64 - sp_level)) == 0;
+}
+
+/* Slot of key k in s (the key or the empty slot where it would go). */
+static size_t sp_slot(const struct sp_set *s, uint64_t k)
+{
+	size_t mask = s->cap - 1, i = (size_t)(k * 0x9E3779B97F4A7C15ULL) & mask;
+
+	while (s->keys[i] && s->keys[i] != k)
+		i = (i + 1) & mask;
+	return i;
+}
+
+static int sp_has(const struct sp_set *s, uint64_t k)
+{
+	return s->cap && s->keys[sp_slot(s, k)] == k;
+}
+
+/* Rebuilds s with capacity cap, keeping the keys that still qualify. Returns 0 or -1. */
+static int sp_rebuild(struct sp_set *s, size_t cap)
+{
+	struct sp_set n = { .cap = cap };
+
+	n.keys = calloc(cap, sizeof(*n.keys));
+	if (!n.keys)
+		return -1;
+	for (size_t i = 0; i < s->cap; i++) {
+		if (s->keys[i] && sp_keep(s->keys[i])) {
+			n.keys[sp_slot(&n, s->keys[i])] = s->keys[i];
+			n.count++;
+		}
+	}
+	sp_bytes += cap * sizeof(*n.keys);
+	sp_bytes -= s->cap * sizeof(*s->keys);
+	free(s->keys);
+	*s = n;
+	return 0;
+}
+
+/* Raises the sampling level until the sets fit the memory bound. */
+static void sp_thin(void)
+{
+	while (sp_bytes > SPECPICK_MEM_MAX / 2 && sp_level < 60) {
+		sp_level++;
+		for (int i = 0; i < SPECPICK_SIZES; i++)
+			for (int c = 0; c < sp_sizes[i].ncand; c++)
+				if (sp_sizes[i].seen[c].cap)
+					sp_rebuild(&sp_sizes[i].seen[c], sp_sizes[i].seen[c].cap);
+	}
+}
+
+static void sp_add(struct sp_set *s, uint64_t k)
+{
+	size_t i;
+
+	if (2 * (s->count + 1) > s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+
+		if (sp_bytes + cap * sizeof(*s->keys) > SPECPICK_MEM_MAX || sp_rebuild(s, cap))
+			return;
+	}
+	i = sp_slot(s, k);
+	if (!s->keys[i]) {
+		s->keys[i] = k;
+		s->count++;
+	}
+}
+
+/* Fills r's candidates: the specs of l dividing n, largest first. Returns their number. */
+static int sp_candidates(const struct layout *l, uint64_t n, struct layout_hit *cand)
+{
+	int k = 0;
+
+	for (int i = 0; i < l->nrows && k < SPECPICK_CANDS; i++)
+		if (n % l->rows[i] == 0)
+			cand[k++] = (struct layout_hit){ .row = l->rows[i], .prio = l->prio[i], .spec = i };
+	return k;
+}
+
+/* The record of size n, or a new one, or NULL (table full). Called under sp_lock. */
+static struct sp_size *sp_record(const struct layout *l, uint64_t n)
+{
+	struct sp_size *free_rec = NULL;
+
+	for (int i = 0; i < SPECPICK_SIZES; i++) {
+		uint64_t m = atomic_load_explicit(&sp_sizes[i].n, memory_order_relaxed);
+
+		if (m == n)
+			return &sp_sizes[i];
+		if (!m && !free_rec)
+			free_rec = &sp_sizes[i];
+	}
+	if (!free_rec)
+		return NULL;
+	free_rec->ncand = sp_candidates(l, n, free_rec->cand);
+	atomic_store_explicit(&free_rec->decided, -1, memory_order_relaxed);
+	atomic_store_explicit(&free_rec->n, n, memory_order_release);
+	return free_rec;
+}
+
+/* Observes one copy for record r; returns the candidate decided, or -1. Called under sp_lock. */
+static int sp_observe(struct sp_size *r, const void *src)
+{
+	struct fp *fps;
+	uint64_t n = atomic_load_explicit(&r->n, memory_order_relaxed);
+	uint64_t most = n / r->cand[r->ncand - 1].row;
+	int ready = 1;
+
+	fps = malloc(most * sizeof(*fps));
+	if (!fps)
+		return -1;
+	for (int c = 0; c < r->ncand; c++) {
+		uint64_t rows = n / r->cand[c].row;
+
+		fingerprint_rows(src, r->cand[c].row, rows, fps);
+		for (uint64_t i = 0; i < rows; i++) {
+			uint64_t k = fps[i].lo | 1;
+
+			if (!sp_keep(k))
+				continue;
+			r->win_rows[c]++;
+			r->win_reps[c] += sp_has(&r->seen[c], k);
+		}
+		for (uint64_t i = 0; i < rows; i++) {
+			uint64_t k = fps[i].lo | 1;
+
+			if (sp_keep(k))
+				sp_add(&r->seen[c], k);
+		}
+		if (r->win_rows[c] < SPECPICK_MIN_ROWS)
+			ready = 0;
+	}
+	free(fps);
+	sp_thin();
+	if (!ready)
+		return -1;
+	for (int c = 0; c < r->ncand; c++)
+		if (2 * r->win_reps[c] >= r->win_rows[c] && r->win_reps[c] > 0)
+			return c;
+	for (int c = 0; c < r->ncand; c++)
+		r->win_rows[c] = r->win_reps[c] = 0;
+	return -1;
+}
+
+/* Frees the sets of record r once it is decided. Called under sp_lock. */
+static void sp_release(struct sp_size *r)
+{
+	for (int c = 0; c < r->ncand; c++) {
+		sp_bytes -= r->seen[c].cap * sizeof(*r->seen[c].keys);
+		free(r->seen[c].keys);
+		memset(&r->seen[c], 0, sizeof(r->seen[c]));
+	}
+}
+
+int specpick_choose(const struct layout *l, uint64_t n, const void *src, struct layout_hit *hit)
+{
+	struct layout_hit cand[SPECPICK_CANDS];
+	struct sp_size *r = NULL;
+	int d, k;
+
+	if (sp_candidates(l, n, cand) < 2)
+		return 0;
+	for (int i = 0; i < SPECPICK_SIZES; i++) {
+		if (atomic_load_explicit(&sp_sizes[i].n, memory_order_acquire) == n) {
+			r = &sp_sizes[i];
+			break;
+		}
+	}
+	d = r ? atomic_load_explicit(&r->decided, memory_order_acquire) : -1;
+	if (d < 0) {
+		if (pthread_mutex_trylock(&sp_lock) != 0)
+			return 0;
+		r = sp_record(l, n);
+		if (r && (d = atomic_load_explicit(&r->decided, memory_order_relaxed)) < 0 && r->ncand > 1) {
+			d = sp_observe(r, src);
+			if (d >= 0) {
+				atomic_store_explicit(&r->decided, d, memory_order_release);
+				sp_release(r);
+				log_verbose("copies of %llu bytes are rows of %llu: their rows repeat (of %d "
+					    "specs that divide the size)", (unsigned long long)n,
+					    (unsigned long long)r->cand[d].row, r->ncand);
+			}
+		}
+		pthread_mutex_unlock(&sp_lock);
+		if (!r || d < 0)
+			return 0;
+	}
+	k = d;
+	if (r->cand[k].row == hit->row && r->cand[k].spec == hit->spec)
+		return 0;
+	*hit = r->cand[k];
+	return 1;
+}
+
+void specpick_reset(void)
+{
+	pthread_mutex_init(&sp_lock, NULL);
+	for (int i = 0; i < SPECPICK_SIZES; i++) {
+		sp_release(&sp_sizes[i]);
+		sp_sizes[i].ncand = 0;
+		memset(sp_sizes[i].win_rows, 0, sizeof(sp_sizes[i].win_rows));
+		memset(sp_sizes[i].win_reps, 0, sizeof(sp_sizes[i].win_reps));
+		atomic_store(&sp_sizes[i].decided, -1);
+		atomic_store(&sp_sizes[i].n, 0);
+	}
+	sp_level = 0;
+	sp_bytes = 0;
+}
