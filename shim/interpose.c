@@ -697,6 +697,7 @@ static int vp_copy(struct vp_call *c, enum classify_dir dir)
 	struct pool *p;
 	uint64_t ctx_id;
 	int why = CL_OFF, err, h2d, mode;
+	enum specpick_result pick;
 
 	if (vp_inside)
 		return vp_forward_copy(c);
@@ -718,7 +719,7 @@ static int vp_copy(struct vp_call *c, enum classify_dir dir)
 		goto passthrough;
 	/* Several specs divide the size: the content says which one cuts it. */
 	vp_inside = 1;
-	specpick_choose(in.layout, c->n, c->src, &out.hit);
+	pick = specpick_choose(in.layout, c->n, c->src, &out.hit);
 	vp_inside = 0;
 	device_context_id(&ctx_id);
 	p = pool_get(out.dev, ctx_id);
@@ -728,6 +729,7 @@ static int vp_copy(struct vp_call *c, enum classify_dir dir)
 		.dst = (dev_ptr)(uintptr_t)c->dst, .src = c->src, .n = c->n, .row = out.hit.row,
 		.prio = out.hit.prio, .stream = out.ds, .h2d = vp_copy_h2d, .h2d_sync = vp_copy_h2d_sync,
 		.arg = c, .verify = out.verify, .sync = vp_fn_sync(c->fn),
+		.no_admit = pick == SPECPICK_UNDECIDED,
 	};
 	vp_inside = 1;
 	c->capture_mode = mode = device_capture_relax();

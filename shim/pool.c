@@ -554,7 +554,7 @@ static int pool_admit(struct pool_copy_ctx *x, struct plan *pl)
 static int pool_plan(struct pool_copy_ctx *x)
 {
 	struct pool *p = x->p;
-	int admitting = p->state == POOL_ACTIVE;
+	int admitting = p->state == POOL_ACTIVE && !x->r->no_admit;
 	dev_event waited = NULL;
 	uint64_t i, drops = p->drops;
 	int err = POOL_DONE;

@@ -84,6 +84,8 @@ struct pool_request {
 	 * it served are delivered again with h2d_sync, which waits itself.
 	 */
 	int sync;
+	/* Serve hits only, admit nothing (the row size of this copy is not settled yet). */
+	int no_admit;
 	/*
 	 * Set when the source is pinned and the stream may run the copy later
 	 * than now (pincheck.h).

@@ -205,14 +205,15 @@ static void sp_release(struct sp_size *r)
 	}
 }
 
-int specpick_choose(const struct layout *l, uint64_t n, const void *src, struct layout_hit *hit)
+enum specpick_result specpick_choose(const struct layout *l, uint64_t n, const void *src,
+				     struct layout_hit *hit)
 {
 	struct layout_hit cand[SPECPICK_CANDS];
 	struct sp_size *r = NULL;
-	int d, k;
+	int d;
 
 	if (sp_candidates(l, n, cand) < 2)
-		return 0;
+		return SPECPICK_ONE;
 	for (int i = 0; i < SPECPICK_SIZES; i++) {
 		if (atomic_load_explicit(&sp_sizes[i].n, memory_order_acquire) == n) {
 			r = &sp_sizes[i];
@@ -222,7 +223,7 @@ int specpick_choose(const struct layout *l, uint64_t n, const void *src, struct 
 	d = r ? atomic_load_explicit(&r->decided, memory_order_acquire) : -1;
 	if (d < 0) {
 		if (pthread_mutex_trylock(&sp_lock) != 0)
-			return 0;
+			return SPECPICK_UNDECIDED;
 		r = sp_record(l, n);
 		if (r && (d = atomic_load_explicit(&r->decided, memory_order_relaxed)) < 0 && r->ncand > 1) {
 			d = sp_observe(r, src);
@@ -235,14 +236,13 @@ int specpick_choose(const struct layout *l, uint64_t n, const void *src, struct 
 			}
 		}
 		pthread_mutex_unlock(&sp_lock);
-		if (!r || d < 0)
-			return 0;
+		if (!r)
+			return SPECPICK_ONE;    /* too many ambiguous sizes: the plain rule */
+		if (d < 0)
+			return SPECPICK_UNDECIDED;
 	}
-	k = d;
-	if (r->cand[k].row == hit->row && r->cand[k].spec == hit->spec)
-		return 0;
-	*hit = r->cand[k];
-	return 1;
+	*hit = r->cand[d];
+	return SPECPICK_DECIDED;
 }
 
 void specpick_reset(void)

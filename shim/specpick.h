@@ -11,7 +11,8 @@
  * copy shows which spec's rows repeat: the largest spec whose rows repeat
  * in at least half of that copy wins, for that copy and every later copy
  * of the size. Until then the largest dividing spec is used (the rule of
- * layout.h).
+ * layout.h) for hits only: nothing is admitted from such a copy, so the
+ * pool never fills with rows cut at the wrong size.
  *
  * That happens at the first copy of a size in the second epoch, so the
  * pool fills from there and serves from the third epoch on. The cost is
@@ -32,12 +33,19 @@
 
 #define SPECPICK_MEM_MAX (64ULL << 20)
 
+enum specpick_result {
+	SPECPICK_ONE,           /* one spec divides n: *hit as it was */
+	SPECPICK_DECIDED,       /* several; *hit is the one whose rows repeat */
+	SPECPICK_UNDECIDED,     /* several, not known yet: *hit the largest; admit nothing */
+};
+
 /*
  * For a copy of n bytes from host memory src that layout l matched as
- * *hit: when other specs of l divide n too, replaces *hit with the spec
- * the content shows (see above). Returns 1 when *hit changed.
+ * *hit: when other specs of l divide n too, sets *hit to the spec the
+ * content shows (see above).
  */
-int specpick_choose(const struct layout *l, uint64_t n, const void *src, struct layout_hit *hit);
+enum specpick_result specpick_choose(const struct layout *l, uint64_t n, const void *src,
+				     struct layout_hit *hit);
 
 /* Forgets everything (a new layout, a forked child, tests). */
 void specpick_reset(void);
