@@ -597,6 +597,70 @@ static void test_driver_alloc(void)
 	CU_ASSERT(child_ok(in_child(child_driver_alloc, env)));
 }
 
+/* ---- private export tables ---- */
+
+/* What this process wrote on fd since it was redirected there. */
+static void read_back(int fd, char *buf, size_t size)
+{
+	ssize_t n = pread(fd, buf, size - 1, 0);
+
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+/*
+ * cuGetExportTable, found with dlsym and cuGetProcAddress as a statically
+ * linked runtime finds it, hands out no table: every id is not found with
+ * a NULL table, the first request of each id is named on stderr once, and
+ * missing arguments are invalid values.
+ */
+static void child_export_table(void)
+{
+	static const CUuuid cudart = { { 0x6b, (char)0xd5, (char)0xfb, 0x6c, 0x5b, (char)0xf4, (char)0xe7,
+					 0x4a, (char)0x89, (char)0x87, (char)0xd9, 0x39, 0x12, (char)0xfd,
+					 (char)0x9d, (char)0xf9 } };
+	static const CUuuid other = { { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 } };
+	CUresult (*get)(const void **, const CUuuid *);
+	CUresult (*gpa)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+	CUdriverProcAddressQueryResult q;
+	char path[] = "/tmp/fakecuda-export-XXXXXX", text[4096];
+	const void *table = &q;
+	void *h, *fn = NULL;
+	int fd = mkstemp(path), saved = dup(2);
+
+	CHK(fd >= 0 && saved >= 0);
+	unlink(path);
+	h = dlopen("libcuda.so.1", RTLD_NOW);
+	CHK(h != NULL);
+	*(void **)&gpa = dlsym(h, "cuGetProcAddress_v2");
+	*(void **)&get = dlsym(h, "cuGetExportTable");
+	CHK(gpa != NULL && get != NULL);
+	CHK(cuInit(0) == CUDA_SUCCESS);
+	CHK(gpa("cuGetExportTable", &fn, 3000, CU_GET_PROC_ADDRESS_DEFAULT, &q) == CUDA_SUCCESS);
+	CHK(q == CU_GET_PROC_ADDRESS_SUCCESS && fn == *(void **)&get);
+
+	dup2(fd, 2);
+	CHK(get(&table, &cudart) == CUDA_ERROR_NOT_FOUND && table == NULL);
+	table = &q;
+	CHK(get(&table, &cudart) == CUDA_ERROR_NOT_FOUND && table == NULL);
+	CHK(get(&table, &other) == CUDA_ERROR_NOT_FOUND);
+	CHK(get(NULL, &other) == CUDA_ERROR_INVALID_VALUE);
+	CHK(get(&table, NULL) == CUDA_ERROR_INVALID_VALUE);
+	fflush(stderr);
+	dup2(saved, 2);
+	read_back(fd, text, sizeof(text));
+	CHK(strstr(text, "fakecuda: cuGetExportTable {6bd5fb6c-5bf4-e74a-8987-d93912fd9df9}: "
+			 "NVIDIA's private export tables are not emulated") != NULL);
+	CHK(strstr(text, "{01020304-0506-0708-090a-0b0c0d0e0f10}") != NULL);
+	CHK(strstr(strstr(text, "6bd5fb6c") + 1, "6bd5fb6c") == NULL); /* named once */
+	CHK(counter("cuGetExportTable") == 5);
+	dlclose(h);
+}
+
+static void test_export_table(void)
+{
+	CU_ASSERT(child_ok(in_child(child_export_table, NULL)));
+}
+
 /* ---- the runtime through the driver ---- */
 
 static unsigned via_driver;
@@ -731,6 +795,7 @@ int main(void)
 	CU_add_test(s, "a device reset frees every allocation and starts a context with a new id", test_reset);
 	CU_add_test(s, "the runtime through the driver gives the same results and counts, using the driver's entry points", test_rt_via_driver);
 	CU_add_test(s, "the driver allocates stream-ordered, managed and pitched memory, keeps a context stack, and finds every entry", test_driver_alloc);
+	CU_add_test(s, "no private export table is handed out: each id is not found and named once on stderr", test_export_table);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_tests_failed();
