@@ -138,6 +138,15 @@ sys.exit(0 if n and on["checksums"] == off["checksums"] else 1)
 PY
 }
 
+# The real-GPU check's script (tests/gpu/cupy_loop.py), over the stand-in:
+# GPU time is scarce, so it must reach its verdict here first.
+gpu_script() {
+	CUPY_LOOP_BACKEND=standin "$PY" "$ROOT/tests/gpu/cupy_loop.py" "$TMP/gpu" "$SHIM" "${ARGS[@]}" \
+		>"$TMP/gpu.out" 2>&1 || { cat "$TMP/gpu.out"; return 1; }
+	cat "$TMP/gpu.out"
+	grep -q '^cupy: verified, A/B identical; served [1-9]' "$TMP/gpu.out"
+}
+
 check "CuPy $("$PY" -c 'import cupy; print(cupy.__version__)' 2>/dev/null) imports under the shim" imports_under_shim
 check "CuPy's embedded runtime stops at the driver's private export tables, with the shim as without" \
 	stops_at_export_tables
@@ -145,3 +154,4 @@ check "the CuPy loop over its driver-route stand-in verifies every byte, the dev
 check "under the shim the CuPy loop's repeats come from the pool: from epoch 3 on at most 5% of epoch 1's bytes cross, every byte verified, stats match the device" \
 	standin_pool
 check "VRAMPOOL=off: the same bytes requested, every one crosses, the same bytes read back as with the pool" standin_off
+check "the real-GPU CuPy check (tests/gpu/cupy_loop.py) reaches its verdict over the stand-in" gpu_script
