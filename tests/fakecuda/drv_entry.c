@@ -116,6 +116,7 @@ static const struct fc_proc procs[] = {
 	P("cuCtxSetCurrent", 0, cuCtxSetCurrent, NULL),
 	P("cuCtxGetId", 0, cuCtxGetId, NULL),
 	P("cuCtxGetDevice", 0, cuCtxGetDevice, NULL),
+	P("cuCtxSynchronize", 13000, cuCtxSynchronize_v2, NULL),
 	P("cuCtxSynchronize", 0, cuCtxSynchronize, NULL),
 	P("cuCtxPushCurrent", 0, cuCtxPushCurrent_v2, NULL),
 	P("cuCtxPopCurrent", 0, cuCtxPopCurrent_v2, NULL),

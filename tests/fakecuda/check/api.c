@@ -661,6 +661,61 @@ static void test_export_table(void)
 	CU_ASSERT(child_ok(in_child(child_export_table, NULL)));
 }
 
+/* ---- cuCtxSynchronize at CUDA 13 ---- */
+
+static void *open_gate_later(void *arg)
+{
+	(void)arg;
+	sleep_ms(20);
+	atomic_store(&gate, 1);
+	return NULL;
+}
+
+/*
+ * cuGetProcAddress("cuCtxSynchronize") gives the CUDA 13.0 form from
+ * version 13000 on (CuPy's runtime asks for both): it waits for the
+ * context it names, which need not be current, and NULL means the current
+ * one; an unknown context is refused.
+ */
+static void child_ctx_sync_v2(void)
+{
+	CUresult (*v1)(void), (*v2)(CUcontext);
+	CUcontext c0, c1;
+	cudaStream_t s1;
+	pthread_t th;
+	void *fn;
+	int junk;
+
+	CHK(cuInit(0) == CUDA_SUCCESS);
+	CHK(cuGetProcAddress_v2("cuCtxSynchronize", &fn, 12080, 0, NULL) == CUDA_SUCCESS);
+	*(void **)&v1 = fn;
+	CHK(cuGetProcAddress_v2("cuCtxSynchronize", &fn, 13000, 0, NULL) == CUDA_SUCCESS);
+	*(void **)&v2 = fn;
+	CHK(v1 == cuCtxSynchronize && v2 == cuCtxSynchronize_v2);
+	CHK(cuDevicePrimaryCtxRetain(&c0, 0) == CUDA_SUCCESS);
+	CHK(cuDevicePrimaryCtxRetain(&c1, 1) == CUDA_SUCCESS);
+	CHK(cudaSetDevice(1) == cudaSuccess && cudaStreamCreate(&s1) == cudaSuccess);
+	CHK(cudaLaunchHostFunc(s1, hold_stream, NULL) == cudaSuccess);
+	CHK(cuCtxSetCurrent(c0) == CUDA_SUCCESS);
+	/* Device 1 is held: waiting for it here would never return (alarm). */
+	CHK(v2(NULL) == CUDA_SUCCESS && v2(c0) == CUDA_SUCCESS);
+	CHK(cudaStreamQuery(s1) == cudaErrorNotReady);
+	CHK(pthread_create(&th, NULL, open_gate_later, NULL) == 0);
+	CHK(v2(c1) == CUDA_SUCCESS);
+	CHK(cudaStreamQuery(s1) == cudaSuccess);
+	pthread_join(th, NULL);
+	CHK(v2((CUcontext)&junk) == CUDA_ERROR_INVALID_CONTEXT);
+	CHK(cuCtxSetCurrent(NULL) == CUDA_SUCCESS);
+	CHK(v2(NULL) == CUDA_ERROR_INVALID_CONTEXT);
+}
+
+static void test_ctx_sync_v2(void)
+{
+	const char *env[] = { "FAKECUDA_DEVICES", "2", NULL };
+
+	CU_ASSERT(child_ok(in_child(child_ctx_sync_v2, env)));
+}
+
 /* ---- the runtime through the driver ---- */
 
 static unsigned via_driver;
@@ -796,6 +851,7 @@ int main(void)
 	CU_add_test(s, "the runtime through the driver gives the same results and counts, using the driver's entry points", test_rt_via_driver);
 	CU_add_test(s, "the driver allocates stream-ordered, managed and pitched memory, keeps a context stack, and finds every entry", test_driver_alloc);
 	CU_add_test(s, "no private export table is handed out: each id is not found and named once on stderr", test_export_table);
+	CU_add_test(s, "cuCtxSynchronize at CUDA 13 waits for the context it names, the current one for NULL", test_ctx_sync_v2);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_tests_failed();
