@@ -256,3 +256,15 @@ FC_API CUresult cuCtxSynchronize(void)
 	DRV_ENTER("cuCtxSynchronize", 1);
 	return fc_drv_err(fc_device_sync(fc_tls_get()->ctx->dev));
 }
+
+/* The CUDA 13.0 form (cuGetProcAddress at 13000 and later): waits for the
+ * context named, the current one when ctx is NULL. */
+FC_API CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+	DRV_ENTER("cuCtxSynchronize_v2", 0);
+	if (!ctx)
+		ctx = fc_tls_get()->ctx;
+	if (!ctx || !ctx_valid(ctx))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return fc_drv_err(fc_device_sync(ctx->dev));
+}

@@ -1,10 +1,12 @@
 /*
- * drv_entry.c: the prologue of the driver's entry points, its errors, and
+ * drv_entry.c: the prologue of the driver's entry points, its errors,
  * cuGetProcAddress: the table that finds every driver entry point by base
- * name and version (cudaGetDriverEntryPoint uses it too).
+ * name and version (cudaGetDriverEntryPoint uses it too), and
+ * cuGetExportTable, which hands out none of NVIDIA's private tables.
  */
 #include "fakecuda.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* ---- the prologue ---- */
@@ -114,6 +116,7 @@ static const struct fc_proc procs[] = {
 	P("cuCtxSetCurrent", 0, cuCtxSetCurrent, NULL),
 	P("cuCtxGetId", 0, cuCtxGetId, NULL),
 	P("cuCtxGetDevice", 0, cuCtxGetDevice, NULL),
+	P("cuCtxSynchronize", 13000, cuCtxSynchronize_v2, NULL),
 	P("cuCtxSynchronize", 0, cuCtxSynchronize, NULL),
 	P("cuCtxPushCurrent", 0, cuCtxPushCurrent_v2, NULL),
 	P("cuCtxPopCurrent", 0, cuCtxPopCurrent_v2, NULL),
@@ -200,6 +203,7 @@ static const struct fc_proc procs[] = {
 	P("cuGetErrorName", 0, cuGetErrorName, NULL),
 	P("cuGetProcAddress", 12000, cuGetProcAddress_v2, NULL),
 	P("cuGetProcAddress", 0, cuGetProcAddress, NULL),
+	P("cuGetExportTable", 0, cuGetExportTable, NULL),
 };
 
 /* A name may have several rows, newest first: the first row whose version
@@ -252,4 +256,53 @@ FC_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion
 	if (!symbol || !pfn)
 		return CUDA_ERROR_INVALID_VALUE;
 	return fc_proc_lookup(symbol, cudaVersion, flags, pfn) ? CUDA_ERROR_NOT_FOUND : CUDA_SUCCESS;
+}
+
+/* ---- cuGetExportTable ---- */
+
+static pthread_mutex_t export_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char export_seen[16][16];
+static int export_nseen;
+
+/* Returns nonzero the first time id is seen (up to 16 ids; later ones
+ * always count as new). */
+static int export_first_sight(const unsigned char *id)
+{
+	int i, first = 1;
+
+	pthread_mutex_lock(&export_lock);
+	for (i = 0; i < export_nseen; i++)
+		if (memcmp(export_seen[i], id, 16) == 0)
+			first = 0;
+	if (first && export_nseen < 16)
+		memcpy(export_seen[export_nseen++], id, 16);
+	pthread_mutex_unlock(&export_lock);
+	return first;
+}
+
+/*
+ * cuGetExportTable is public (cuda.h), the tables it hands out are not:
+ * NVIDIA's runtime asks for them by id before its first call, which is
+ * why a statically linked runtime (CuPy's, nvcc's default) cannot start
+ * on the emulated device. No table is emulated: every id is
+ * CUDA_ERROR_NOT_FOUND with a NULL table, as the real driver answers an id
+ * it does not know, and the first request of each id says so on stderr in
+ * one line naming it, so that such a program's failure explains itself.
+ */
+FC_API CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
+{
+	const unsigned char *u;
+
+	if (fc_api_enter("cuGetExportTable"))
+		return CUDA_ERROR_UNKNOWN;
+	if (!ppExportTable || !pExportTableId)
+		return CUDA_ERROR_INVALID_VALUE;
+	*ppExportTable = NULL;
+	u = (const unsigned char *)pExportTableId->bytes;
+	if (export_first_sight(u))
+		fprintf(stderr, "fakecuda: cuGetExportTable {%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+			"%02x%02x%02x%02x%02x%02x}: NVIDIA's private export tables are not emulated "
+			"(CUDA_ERROR_NOT_FOUND)\n", u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8],
+			u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+	return CUDA_ERROR_NOT_FOUND;
 }

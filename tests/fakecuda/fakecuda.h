@@ -25,7 +25,7 @@
  *                points (cudaGetDriverEntryPoint).
  *   rt_driver.c  the runtime through the driver (FAKECUDA_RT_VIA_DRIVER).
  *   drv_entry.c  the driver's prologue, error codes and strings,
- *                cuGetProcAddress and its table.
+ *                cuGetProcAddress and its table, cuGetExportTable (no table).
  *   drv_device.c initialisation, devices, contexts.
  *   drv_memory.c allocations, host memory, pointer attributes.
  *   drv_copy.c   copies and memsets.

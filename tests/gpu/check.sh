@@ -4,7 +4,9 @@
 # real runtime, runs the trainer without and with the shim (every byte
 # verified, stats, wall time of each), then, when PyTorch is importable, a
 # small DataLoader loop without and with the shim, comparing a checksum of
-# every batch on the device and the epoch times. Prints a table last.
+# every batch on the device and the epoch times, and when CuPy is, the CuPy
+# upload loop without the shim, with VRAMPOOL=off and with the pool
+# (tests/gpu/cupy_loop.py). Prints a table last.
 # Finishes within about 5 minutes. Usage: tests/gpu/check.sh [OUTDIR]
 set -u
 cd "$(dirname "$0")/../.." || exit 2
@@ -92,6 +94,9 @@ PY
 else
 	rows+=("torch                        not importable here: skipped")
 fi
+
+# CuPy (its embedded runtime reaches the driver through dlsym + cuGetProcAddress_v2): no shim, VRAMPOOL=off, pool; bytes compared.
+PYC=$(scripts/deps.sh --pyenv)/bin/python; [ -x "$PYC" ] || PYC=python3; if "$PYC" -c 'import cupy' 2>/dev/null; then "$PYC" tests/gpu/cupy_loop.py "$OUT" "$SHIM" >"$OUT/cupy.out" 2>&1 || fail=1; cat "$OUT/cupy.out"; rows+=("$(grep '^cupy: ' "$OUT/cupy.out" | tail -n 1)"); else rows+=("cupy                         not importable here: skipped"); fi
 
 echo
 echo "== vrampool real-GPU check ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1))"

@@ -597,6 +597,125 @@ static void test_driver_alloc(void)
 	CU_ASSERT(child_ok(in_child(child_driver_alloc, env)));
 }
 
+/* ---- private export tables ---- */
+
+/* What this process wrote on fd since it was redirected there. */
+static void read_back(int fd, char *buf, size_t size)
+{
+	ssize_t n = pread(fd, buf, size - 1, 0);
+
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+/*
+ * cuGetExportTable, found with dlsym and cuGetProcAddress as a statically
+ * linked runtime finds it, hands out no table: every id is not found with
+ * a NULL table, the first request of each id is named on stderr once, and
+ * missing arguments are invalid values.
+ */
+static void child_export_table(void)
+{
+	static const CUuuid cudart = { { 0x6b, (char)0xd5, (char)0xfb, 0x6c, 0x5b, (char)0xf4, (char)0xe7,
+					 0x4a, (char)0x89, (char)0x87, (char)0xd9, 0x39, 0x12, (char)0xfd,
+					 (char)0x9d, (char)0xf9 } };
+	static const CUuuid other = { { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 } };
+	CUresult (*get)(const void **, const CUuuid *);
+	CUresult (*gpa)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+	CUdriverProcAddressQueryResult q;
+	char path[] = "/tmp/fakecuda-export-XXXXXX", text[4096];
+	const void *table = &q;
+	void *h, *fn = NULL;
+	int fd = mkstemp(path), saved = dup(2);
+
+	CHK(fd >= 0 && saved >= 0);
+	unlink(path);
+	h = dlopen("libcuda.so.1", RTLD_NOW);
+	CHK(h != NULL);
+	*(void **)&gpa = dlsym(h, "cuGetProcAddress_v2");
+	*(void **)&get = dlsym(h, "cuGetExportTable");
+	CHK(gpa != NULL && get != NULL);
+	CHK(cuInit(0) == CUDA_SUCCESS);
+	CHK(gpa("cuGetExportTable", &fn, 3000, CU_GET_PROC_ADDRESS_DEFAULT, &q) == CUDA_SUCCESS);
+	CHK(q == CU_GET_PROC_ADDRESS_SUCCESS && fn == *(void **)&get);
+
+	dup2(fd, 2);
+	CHK(get(&table, &cudart) == CUDA_ERROR_NOT_FOUND && table == NULL);
+	table = &q;
+	CHK(get(&table, &cudart) == CUDA_ERROR_NOT_FOUND && table == NULL);
+	CHK(get(&table, &other) == CUDA_ERROR_NOT_FOUND);
+	CHK(get(NULL, &other) == CUDA_ERROR_INVALID_VALUE);
+	CHK(get(&table, NULL) == CUDA_ERROR_INVALID_VALUE);
+	fflush(stderr);
+	dup2(saved, 2);
+	read_back(fd, text, sizeof(text));
+	CHK(strstr(text, "fakecuda: cuGetExportTable {6bd5fb6c-5bf4-e74a-8987-d93912fd9df9}: "
+			 "NVIDIA's private export tables are not emulated") != NULL);
+	CHK(strstr(text, "{01020304-0506-0708-090a-0b0c0d0e0f10}") != NULL);
+	CHK(strstr(strstr(text, "6bd5fb6c") + 1, "6bd5fb6c") == NULL); /* named once */
+	CHK(counter("cuGetExportTable") == 5);
+	dlclose(h);
+}
+
+static void test_export_table(void)
+{
+	CU_ASSERT(child_ok(in_child(child_export_table, NULL)));
+}
+
+/* ---- cuCtxSynchronize at CUDA 13 ---- */
+
+static void *open_gate_later(void *arg)
+{
+	(void)arg;
+	sleep_ms(20);
+	atomic_store(&gate, 1);
+	return NULL;
+}
+
+/*
+ * cuGetProcAddress("cuCtxSynchronize") gives the CUDA 13.0 form from
+ * version 13000 on (CuPy's runtime asks for both): it waits for the
+ * context it names, which need not be current, and NULL means the current
+ * one; an unknown context is refused.
+ */
+static void child_ctx_sync_v2(void)
+{
+	CUresult (*v1)(void), (*v2)(CUcontext);
+	CUcontext c0, c1;
+	cudaStream_t s1;
+	pthread_t th;
+	void *fn;
+	int junk;
+
+	CHK(cuInit(0) == CUDA_SUCCESS);
+	CHK(cuGetProcAddress_v2("cuCtxSynchronize", &fn, 12080, 0, NULL) == CUDA_SUCCESS);
+	*(void **)&v1 = fn;
+	CHK(cuGetProcAddress_v2("cuCtxSynchronize", &fn, 13000, 0, NULL) == CUDA_SUCCESS);
+	*(void **)&v2 = fn;
+	CHK(v1 == cuCtxSynchronize && v2 == cuCtxSynchronize_v2);
+	CHK(cuDevicePrimaryCtxRetain(&c0, 0) == CUDA_SUCCESS);
+	CHK(cuDevicePrimaryCtxRetain(&c1, 1) == CUDA_SUCCESS);
+	CHK(cudaSetDevice(1) == cudaSuccess && cudaStreamCreate(&s1) == cudaSuccess);
+	CHK(cudaLaunchHostFunc(s1, hold_stream, NULL) == cudaSuccess);
+	CHK(cuCtxSetCurrent(c0) == CUDA_SUCCESS);
+	/* Device 1 is held: waiting for it here would never return (alarm). */
+	CHK(v2(NULL) == CUDA_SUCCESS && v2(c0) == CUDA_SUCCESS);
+	CHK(cudaStreamQuery(s1) == cudaErrorNotReady);
+	CHK(pthread_create(&th, NULL, open_gate_later, NULL) == 0);
+	CHK(v2(c1) == CUDA_SUCCESS);
+	CHK(cudaStreamQuery(s1) == cudaSuccess);
+	pthread_join(th, NULL);
+	CHK(v2((CUcontext)&junk) == CUDA_ERROR_INVALID_CONTEXT);
+	CHK(cuCtxSetCurrent(NULL) == CUDA_SUCCESS);
+	CHK(v2(NULL) == CUDA_ERROR_INVALID_CONTEXT);
+}
+
+static void test_ctx_sync_v2(void)
+{
+	const char *env[] = { "FAKECUDA_DEVICES", "2", NULL };
+
+	CU_ASSERT(child_ok(in_child(child_ctx_sync_v2, env)));
+}
+
 /* ---- the runtime through the driver ---- */
 
 static unsigned via_driver;
@@ -731,6 +850,8 @@ int main(void)
 	CU_add_test(s, "a device reset frees every allocation and starts a context with a new id", test_reset);
 	CU_add_test(s, "the runtime through the driver gives the same results and counts, using the driver's entry points", test_rt_via_driver);
 	CU_add_test(s, "the driver allocates stream-ordered, managed and pitched memory, keeps a context stack, and finds every entry", test_driver_alloc);
+	CU_add_test(s, "no private export table is handed out: each id is not found and named once on stderr", test_export_table);
+	CU_add_test(s, "cuCtxSynchronize at CUDA 13 waits for the context it names, the current one for NULL", test_ctx_sync_v2);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_tests_failed();
