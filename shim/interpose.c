@@ -1493,20 +1493,40 @@ static const struct vp_entry *vp_entry_named(const char *name)
 	return NULL;
 }
 
+/* Whether the table has a _v2 form of base name symbol. */
+static int vp_entry_named_v2(const char *symbol)
+{
+	char name[128];
+
+	snprintf(name, sizeof(name), "%s_v2", symbol);
+	return vp_entry_named(name) != NULL;
+}
+
+/* The CUDA version from which a base name's "_v2" form is the one handed out. */
+static int vp_v2_since(const char *symbol)
+{
+	if (strcmp(symbol, "cuGetProcAddress") == 0)
+		return 12000;
+	if (strcmp(symbol, "cuMemcpyBatchAsync") == 0)
+		return 13000;   /* 12.8's form had a failIdx argument */
+	return 3020;
+}
+
 /*
  * The wrapper for a driver function pointer f that the driver handed out
- * for base name symbol with flags: the entry whose real function is f;
- * failing that (a driver that hands out internal addresses), the entry
- * named symbol with the suffix the flags ask for. Returns f itself for
- * anything the shim does not interpose.
+ * for base name symbol at cudaVersion version with flags: the entry whose
+ * real function is f; failing that (a driver that hands out internal
+ * addresses), the entry named symbol with the suffix the version and the
+ * flags ask for. Returns f itself for anything the shim does not
+ * interpose, or whose form it cannot tell.
  */
-static void *vp_wrap_driver(const char *symbol, void *f, unsigned long long flags)
+static void *vp_wrap_driver(const char *symbol, void *f, int version, unsigned long long flags)
 {
-	static const char *const legacy[] = { "_v2", "" };
-	static const char *const per_thread[] = { "_v2_ptsz", "_v2_ptds", "_ptsz", "_ptds" };
+	int pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+	int v2 = version >= (symbol ? vp_v2_since(symbol) : 3020);
+	const char *suffixes[2];
 	char name[128];
 	const struct vp_entry *e;
-	size_t k, n;
 
 	if (!f || vp_is_self(f))
 		return f;
@@ -1517,12 +1537,24 @@ static void *vp_wrap_driver(const char *symbol, void *f, unsigned long long flag
 			return vp_addr(vp_entries[i].wrapper);
 	if (!symbol || strlen(symbol) + 10 > sizeof(name))
 		return f;
-	n = flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM ? 4 : 2;
-	for (k = 0; k < n; k++) {
-		snprintf(name, sizeof(name), "%s%s", symbol,
-			 flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM ? per_thread[k] : legacy[k]);
+	/* cuMemcpyHtoD_v2_ptds but cuMemcpyHtoDAsync_v2_ptsz: try both per-thread spellings. */
+	suffixes[0] = pt ? (v2 ? "_v2_ptds" : "_ptds") : (v2 ? "_v2" : "");
+	suffixes[1] = pt ? (v2 ? "_v2_ptsz" : "_ptsz") : NULL;
+	for (int k = 0; k < 2 && suffixes[k]; k++) {
+		snprintf(name, sizeof(name), "%s%s", symbol, suffixes[k]);
 		e = vp_entry_named(name);
 		if (e && e->lib == VP_LIB_DRV)
+			return vp_addr(e->wrapper);
+	}
+	/* Names without a _v2 form at all (cuMemCreate, cuMemcpy) at any version. */
+	if (v2) {
+		snprintf(name, sizeof(name), "%s%s", symbol, pt ? "_ptsz" : "");
+		e = vp_entry_named(name);
+		if (!e && pt) {
+			snprintf(name, sizeof(name), "%s_ptds", symbol);
+			e = vp_entry_named(name);
+		}
+		if (e && e->lib == VP_LIB_DRV && !vp_entry_named_v2(symbol))
 			return vp_addr(e->wrapper);
 	}
 	return f;
@@ -1538,7 +1570,7 @@ VP_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
 	r = VP_GET(cuGetProcAddress_v2) ? VP_R(cuGetProcAddress_v2)(symbol, pfn, version, flags, status)
 					: CUDA_ERROR_NOT_INITIALIZED;
 	if (r == CUDA_SUCCESS && pfn && !vp_is_runtime_code(__builtin_return_address(0)))
-		*pfn = vp_wrap_driver(symbol, *pfn, flags);
+		*pfn = vp_wrap_driver(symbol, *pfn, version, flags);
 	errno = saved;
 	return r;
 }
@@ -1552,7 +1584,7 @@ VP_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cu
 	r = VP_GET(cuGetProcAddress) ? VP_R(cuGetProcAddress)(symbol, pfn, version, flags)
 				     : CUDA_ERROR_NOT_INITIALIZED;
 	if (r == CUDA_SUCCESS && pfn && !vp_is_runtime_code(__builtin_return_address(0)))
-		*pfn = vp_wrap_driver(symbol, *pfn, flags);
+		*pfn = vp_wrap_driver(symbol, *pfn, version, flags);
 	errno = saved;
 	return r;
 }
@@ -1568,7 +1600,7 @@ VP_API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **fn, unsign
 	r = VP_GET(cudaGetDriverEntryPoint) ? VP_R(cudaGetDriverEntryPoint)(symbol, fn, flags, status)
 					    : VP_NO_RT;
 	if (r == cudaSuccess && fn)
-		*fn = vp_wrap_driver(symbol, *fn, flags);
+		*fn = vp_wrap_driver(symbol, *fn, CUDART_VERSION, flags);
 	errno = saved;
 	return r;
 }
@@ -1583,7 +1615,7 @@ VP_API cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **fn, u
 	r = VP_GET(cudaGetDriverEntryPoint_ptsz)
 		    ? VP_R(cudaGetDriverEntryPoint_ptsz)(symbol, fn, flags, status) : VP_NO_RT;
 	if (r == cudaSuccess && fn)
-		*fn = vp_wrap_driver(symbol, *fn, flags);
+		*fn = vp_wrap_driver(symbol, *fn, CUDART_VERSION, flags);
 	errno = saved;
 	return r;
 }
@@ -1599,7 +1631,7 @@ VP_API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **f
 	r = VP_GET(cudaGetDriverEntryPointByVersion)
 		    ? VP_R(cudaGetDriverEntryPointByVersion)(symbol, fn, version, flags, status) : VP_NO_RT;
 	if (r == cudaSuccess && fn)
-		*fn = vp_wrap_driver(symbol, *fn, flags);
+		*fn = vp_wrap_driver(symbol, *fn, (int)version, flags);
 	errno = saved;
 	return r;
 }
@@ -1616,7 +1648,7 @@ VP_API cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, voi
 		    ? VP_R(cudaGetDriverEntryPointByVersion_ptsz)(symbol, fn, version, flags, status)
 		    : VP_NO_RT;
 	if (r == cudaSuccess && fn)
-		*fn = vp_wrap_driver(symbol, *fn, flags);
+		*fn = vp_wrap_driver(symbol, *fn, (int)version, flags);
 	errno = saved;
 	return r;
 }

@@ -151,39 +151,58 @@ static struct sp_size *sp_record(const struct layout *l, uint64_t n)
 	return free_rec;
 }
 
-/* Observes one copy for record r; returns the candidate decided, or -1. Called under sp_lock. */
+static int sp_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Observes one copy for record r; returns the candidate decided, or -1.
+ * Distinct rows are counted, so a row repeated inside the copy, or a
+ * constant chunk (black borders) in every copy, weighs as one row.
+ * Called under sp_lock.
+ */
 static int sp_observe(struct sp_size *r, const void *src)
 {
 	struct fp *fps;
+	uint64_t *keys;
 	uint64_t n = atomic_load_explicit(&r->n, memory_order_relaxed);
 	uint64_t most = n / r->cand[r->ncand - 1].row;
 	int ready = 1;
 
 	fps = malloc(most * sizeof(*fps));
-	if (!fps)
+	keys = malloc(most * sizeof(*keys));
+	if (!fps || !keys) {
+		free(fps);
+		free(keys);
 		return -1;
+	}
 	for (int c = 0; c < r->ncand; c++) {
-		uint64_t rows = n / r->cand[c].row;
+		uint64_t rows = n / r->cand[c].row, m = 0;
 
 		fingerprint_rows(src, r->cand[c].row, rows, fps);
 		for (uint64_t i = 0; i < rows; i++) {
 			uint64_t k = fps[i].lo | 1;
 
-			if (!sp_keep(k))
+			if (sp_keep(k))
+				keys[m++] = k;
+		}
+		qsort(keys, m, sizeof(*keys), sp_cmp);
+		for (uint64_t i = 0; i < m; i++) {
+			if (i && keys[i] == keys[i - 1])
 				continue;
 			r->win_rows[c]++;
-			r->win_reps[c] += sp_has(&r->seen[c], k);
+			r->win_reps[c] += sp_has(&r->seen[c], keys[i]);
 		}
-		for (uint64_t i = 0; i < rows; i++) {
-			uint64_t k = fps[i].lo | 1;
-
-			if (sp_keep(k))
-				sp_add(&r->seen[c], k);
-		}
+		for (uint64_t i = 0; i < m; i++)
+			sp_add(&r->seen[c], keys[i]);
 		if (r->win_rows[c] < SPECPICK_MIN_ROWS)
 			ready = 0;
 	}
 	free(fps);
+	free(keys);
 	sp_thin();
 	if (!ready)
 		return -1;
