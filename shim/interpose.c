@@ -1471,8 +1471,8 @@ VP_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 
 /* ---- entry points handed out at run time ------------------------------------ */
 
-/* Returns nonzero when the code at addr belongs to a CUDA runtime (libcudart*). */
-static int vp_is_runtime_code(const void *addr)
+/* Returns nonzero when the code at addr belongs to an object whose file name starts with prefix. */
+static int vp_code_in(const void *addr, const char *prefix)
 {
 	Dl_info info;
 	const char *base;
@@ -1481,7 +1481,13 @@ static int vp_is_runtime_code(const void *addr)
 		return 0;
 	base = strrchr(info.dli_fname, '/');
 	base = base ? base + 1 : info.dli_fname;
-	return strncmp(base, "libcudart", 9) == 0;
+	return strncmp(base, prefix, strlen(prefix)) == 0;
+}
+
+/* Returns nonzero when the code at addr belongs to a CUDA runtime (libcudart*). */
+static int vp_is_runtime_code(const void *addr)
+{
+	return vp_code_in(addr, "libcudart");
 }
 
 /* The table entry named name, or NULL. */
@@ -1735,8 +1741,10 @@ __asm__(".text\n"
 
 /*
  * The result of a look-up on an explicit handle: the shim's wrapper when
- * name is an interposed function found outside the shim, and the caller is
- * not a CUDA runtime (whose own entry points are interposed already).
+ * name is an interposed function found in the CUDA runtime or driver
+ * (a library of another name that exports a function of the same name is
+ * its own business), and the caller is not a CUDA runtime (whose own entry
+ * points are interposed already).
  */
 static void *vp_dl_result(void *f, const char *name, const void *caller)
 {
@@ -1745,7 +1753,11 @@ static void *vp_dl_result(void *f, const char *name, const void *caller)
 	if (!f || !name || vp_is_self(f) || vp_is_runtime_code(caller))
 		return f;
 	e = vp_entry_named(name);
-	return e ? vp_addr(e->wrapper) : f;
+	if (!e)
+		return f;
+	if (!vp_code_in(f, "libcuda"))  /* libcuda.so*, libcudart.so* */
+		return f;
+	return vp_addr(e->wrapper);
 }
 
 void *vp_dlsym_handle(void *handle, const char *name)

@@ -545,10 +545,16 @@ int stats_format_json(char *buf, size_t len, const struct stats_dump *d)
 	sb_json_text(&b, STATS_SUGGEST);
 	sb_printf(&b, ", \"copies\": {\"h2d_calls\": %llu, \"matched_calls\": %llu, "
 		  "\"passthrough_calls\": %llu, \"fallbacks\": %llu, \"graph_capture\": %llu, "
-		  "\"driver_calls\": %llu, \"batch_calls\": %llu, \"stood_down\": %llu}",
+		  "\"driver_calls\": %llu, \"batch_calls\": %llu, \"stood_down\": %llu, "
+		  "\"passthrough_reasons\": {\"off\": %llu, \"no_layout\": %llu, \"no_match\": %llu, "
+		  "\"dst_not_device\": %llu, \"dst_extent\": %llu, \"no_context\": %llu, "
+		  "\"src_not_host\": %llu, \"graph_capture\": %llu, \"no_driver\": %llu}}",
 		  stats_ull(ST_H2D_CALLS), stats_ull(ST_MATCHED_CALLS), stats_ull(ST_PASSTHROUGH_CALLS),
 		  stats_ull(ST_FALLBACKS), stats_ull(ST_GRAPH_CAPTURE_CALLS), stats_ull(ST_DRIVER_CALLS),
-		  stats_ull(ST_BATCH_CALLS), stats_ull(ST_STOOD_DOWN_CALLS));
+		  stats_ull(ST_BATCH_CALLS), stats_ull(ST_STOOD_DOWN_CALLS), stats_ull(ST_PASS_OFF),
+		  stats_ull(ST_PASS_NO_LAYOUT), stats_ull(ST_PASS_NO_MATCH), stats_ull(ST_PASS_DST_NOT_DEVICE),
+		  stats_ull(ST_PASS_DST_EXTENT), stats_ull(ST_PASS_NO_CONTEXT), stats_ull(ST_PASS_SRC_NOT_HOST),
+		  stats_ull(ST_GRAPH_CAPTURE_CALLS), stats_ull(ST_PASS_NO_DRIVER));
 	sb_printf(&b, ", \"bytes\": {\"requested\": %llu, \"h2d\": %llu, \"served_from_pool\": %llu, "
 		  "\"captured\": %llu}",
 		  stats_ull(ST_BYTES_REQUESTED), stats_ull(ST_BYTES_H2D), stats_ull(ST_BYTES_SERVED),
@@ -821,7 +827,7 @@ int stats_format_summary(char *buf, size_t len, const struct stats_dump *d)
 	if (strcmp(source, "auto") == 0 && layout[0] != '\0' && strcmp(layout, "auto") != 0)
 		sb_line(&b, "vrampool: layout found from the copies' content: %s%s%s", layout,
 			evidence[0] ? "; " : "", evidence);
-	else if (strcmp(layout, "auto") == 0 && evidence[0] != '\0' && !reason)
+	else if (strcmp(layout, "auto") == 0 && evidence[0] != '\0' && (!reason || !strstr(reason, evidence)))
 		sb_line(&b, "vrampool: VRAMPOOL_LAYOUT=auto found no layout: %s", evidence);
 	if (stood)
 		sb_line(&b, "vrampool: rows did not repeat: pooling stood down after %llu copies; "

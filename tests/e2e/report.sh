@@ -191,10 +191,12 @@ python_keyboard_interrupt() {
 	kill -INT $pid
 	wait $pid
 	without=$?
-	dfl env VRAMPOOL_LAYOUT=$ROW VRAMPOOL_STATS="$TMP/py.json" LD_PRELOAD="$SHIM" python3 "$PYLOOP" "$CUDART" \
-		>"$TMP/py.out" 2>"$TMP/py.err" &
+	dfl env VRAMPOOL_LAYOUT=$ROW VRAMPOOL_STATS="$TMP/py.json" VRAMPOOL_TELEMETRY_S=1 LD_PRELOAD="$SHIM" \
+		python3 "$PYLOOP" "$CUDART" >"$TMP/py.out" 2>"$TMP/py.err" &
 	pid=$!
 	wait_for grep -q '^ready' "$TMP/py.out" || { kill -KILL $pid; return 1; }
+	# the running dump shows the pool serving before the interrupt comes
+	wait_for json_ok "$TMP/py.json" "d['rows']['hits'] > 0" >/dev/null || { kill -KILL $pid; return 1; }
 	kill -INT $pid
 	wait $pid
 	rc=$?

@@ -223,7 +223,8 @@ static void test_json_every_key_null_where_unknown(void)
 	CU_ASSERT_EQUAL(json_object_size(pool), 15);
 	CU_ASSERT(json_is_null(json_object_get(pool, "gather")));
 	CU_ASSERT(json_is_false(json_object_get(pool, "stood_down")));
-	CU_ASSERT_EQUAL(json_object_size(json_object_get(root, "copies")), 8);
+	CU_ASSERT_EQUAL(json_object_size(json_object_get(root, "copies")), 9);
+	CU_ASSERT_EQUAL(json_object_size(json_object_get(json_object_get(root, "copies"), "passthrough_reasons")), 9);
 	w = json_object_get(root, "whatif");
 	CU_ASSERT_EQUAL(json_object_size(w), 5);
 	CU_ASSERT_EQUAL(json_int_at(w, NULL, "unique_bytes"), 0);
