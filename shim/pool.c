@@ -73,7 +73,7 @@ struct pool {
 	uint64_t largest_copy;
 	unsigned floor;         /* rows below this priority are no longer admitted */
 	uint64_t drops;         /* rows dropped from the index by failed checks (a generation) */
-	int displace;           /* a higher-priority row was refused: free a lower slab */
+	_Atomic int displace;          /* a higher-priority row was refused: free a lower slab */
 	uint64_t alloc_retry_at, probe_retry_at;
 	unsigned alloc_failures, probe_failures;
 	struct backoff backoff;
