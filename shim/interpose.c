@@ -504,7 +504,7 @@ static int vp_forward_copy(const struct vp_call *c)
 	const char *s = c->src;
 	CUdeviceptr d = (CUdeviceptr)(uintptr_t)c->dst;
 	CUstream st = (CUstream)c->stream;
-	int r;
+	int r, outer = vp_inside;       /* a nested forward keeps its caller's guard */
 
 	vp_inside = 1;
 	switch (c->fn) {
@@ -592,7 +592,7 @@ static int vp_forward_copy(const struct vp_call *c)
 		r = vp_fn_driver(c->fn) ? CUDA_ERROR_INVALID_VALUE : cudaErrorInvalidValue;
 		break;
 	}
-	vp_inside = 0;
+	vp_inside = outer;
 	return r;
 }
 
@@ -1677,9 +1677,7 @@ void *vp_real_dlvsym __attribute__((visibility("hidden")));
 void *vp_dlsym_handle(void *handle, const char *name) __attribute__((visibility("hidden")));
 void *vp_dlvsym_handle(void *handle, const char *name, const char *version)
 	__attribute__((visibility("hidden")));
-void *vp_dlsym_early(void *handle, const char *name) __attribute__((visibility("hidden")));
-void *vp_dlvsym_early(void *handle, const char *name, const char *version)
-	__attribute__((visibility("hidden")));
+void *vp_dl_init_real(void) __attribute__((visibility("hidden")));
 
 #if defined(__x86_64__)
 __asm__(".text\n"
@@ -1693,8 +1691,19 @@ __asm__(".text\n"
 	"	jmp vp_dlsym_handle\n"
 	"1:	movq vp_real_dlsym(%rip), %rax\n"
 	"	testq %rax, %rax\n"
-	"	je vp_dlsym_early\n"
-	"	jmp *%rax\n"
+	"	jne 2f\n"
+	"	pushq %rdi\n"
+	"	pushq %rsi\n"
+	"	subq $8, %rsp\n"
+	"	call vp_dl_init_real\n"
+	"	addq $8, %rsp\n"
+	"	popq %rsi\n"
+	"	popq %rdi\n"
+	"	movq vp_real_dlsym(%rip), %rax\n"
+	"	testq %rax, %rax\n"
+	"	je 3f\n"
+	"2:	jmp *%rax\n"
+	"3:	ret\n"
 	".size dlsym, .-dlsym\n"
 	".globl dlvsym\n"
 	".type dlvsym, @function\n"
@@ -1706,8 +1715,19 @@ __asm__(".text\n"
 	"	jmp vp_dlvsym_handle\n"
 	"1:	movq vp_real_dlvsym(%rip), %rax\n"
 	"	testq %rax, %rax\n"
-	"	je vp_dlvsym_early\n"
-	"	jmp *%rax\n"
+	"	jne 2f\n"
+	"	pushq %rdi\n"
+	"	pushq %rsi\n"
+	"	pushq %rdx\n"
+	"	call vp_dl_init_real\n"
+	"	popq %rdx\n"
+	"	popq %rsi\n"
+	"	popq %rdi\n"
+	"	movq vp_real_dlvsym(%rip), %rax\n"
+	"	testq %rax, %rax\n"
+	"	je 3f\n"
+	"2:	jmp *%rax\n"
+	"3:	ret\n"
 	".size dlvsym, .-dlvsym\n");
 #elif defined(__aarch64__)
 __asm__(".text\n"
@@ -1720,8 +1740,18 @@ __asm__(".text\n"
 	"	b vp_dlsym_handle\n"
 	"1:	adrp x16, vp_real_dlsym\n"
 	"	ldr x16, [x16, :lo12:vp_real_dlsym]\n"
-	"	cbz x16, vp_dlsym_early\n"
-	"	br x16\n"
+	"	cbnz x16, 2f\n"
+	"	stp x0, x1, [sp, #-32]!\n"
+	"	stp x2, x30, [sp, #16]\n"
+	"	bl vp_dl_init_real\n"
+	"	ldp x2, x30, [sp, #16]\n"
+	"	ldp x0, x1, [sp], #32\n"
+	"	adrp x16, vp_real_dlsym\n"
+	"	ldr x16, [x16, :lo12:vp_real_dlsym]\n"
+	"	cbnz x16, 2f\n"
+	"	mov x0, #0\n"
+	"	ret\n"
+	"2:	br x16\n"
 	".size dlsym, .-dlsym\n"
 	".globl dlvsym\n"
 	".type dlvsym, %function\n"
@@ -1732,8 +1762,18 @@ __asm__(".text\n"
 	"	b vp_dlvsym_handle\n"
 	"1:	adrp x16, vp_real_dlvsym\n"
 	"	ldr x16, [x16, :lo12:vp_real_dlvsym]\n"
-	"	cbz x16, vp_dlvsym_early\n"
-	"	br x16\n"
+	"	cbnz x16, 2f\n"
+	"	stp x0, x1, [sp, #-32]!\n"
+	"	stp x2, x30, [sp, #16]\n"
+	"	bl vp_dl_init_real\n"
+	"	ldp x2, x30, [sp, #16]\n"
+	"	ldp x0, x1, [sp], #32\n"
+	"	adrp x16, vp_real_dlvsym\n"
+	"	ldr x16, [x16, :lo12:vp_real_dlvsym]\n"
+	"	cbnz x16, 2f\n"
+	"	mov x0, #0\n"
+	"	ret\n"
+	"2:	br x16\n"
 	".size dlvsym, .-dlvsym\n");
 #else
 #error "dlsym trampolines exist for x86-64 and aarch64 only"
@@ -1782,21 +1822,20 @@ void *vp_dlvsym_handle(void *handle, const char *name, const char *version)
 
 /*
  * A look-up on RTLD_DEFAULT or RTLD_NEXT before the constructor found the
- * C library's functions (another library's constructor ran first). The
- * caller's identity is lost here; RTLD_NEXT then resolves after the shim.
+ * C library's functions (another library's constructor ran first): the
+ * trampoline saves its arguments, calls this, and jumps on to the real
+ * function with the caller's return address intact. Returns the real
+ * dlsym (NULL: the trampoline returns NULL).
  */
-void *vp_dlsym_early(void *handle, const char *name)
+void *vp_dl_init_real(void)
 {
-	dlreal_init();
-	vp_real_dlsym = dlreal_dlsym_fn();
-	return dlreal_sym(handle, name);
-}
+	int saved = errno;
 
-void *vp_dlvsym_early(void *handle, const char *name, const char *version)
-{
 	dlreal_init();
 	vp_real_dlvsym = dlreal_dlvsym_fn();
-	return dlreal_vsym(handle, name, version);
+	vp_real_dlsym = dlreal_dlsym_fn();
+	errno = saved;
+	return vp_real_dlsym;
 }
 
 /* ---- process life cycle ---------------------------------------------------- */
