@@ -135,6 +135,11 @@ CUDASTUBS := -L$(CUDA_HOME)/lib64/stubs
 $(B)/apps/trainer: tests/apps/trainer.c | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< $(APP_LDFLAGS) -lcudart $(CUDASTUBS) -lcuda -lm
 
+# drvloader reaches the driver only through dlopen + cuGetProcAddress, as a
+# statically linked runtime does: linked with neither libcudart nor libcuda.
+$(B)/apps/drvloader: tests/apps/drvloader.c | $(B)/apps
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< -Wl,-z,now -pthread -ldl
+
 $(B)/apps/trainer_ptsz: tests/apps/trainer.c | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 \
 		-o $@ $< $(APP_LDFLAGS) -lcudart $(CUDASTUBS) -lcuda -lm
