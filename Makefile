@@ -122,7 +122,7 @@ $(B)/fakecuda/check/%: tests/fakecuda/check/%.c tests/fakecuda/check/harness.h |
 
 # ---- test programs ----------------------------------------------------------
 APP_SRC := $(wildcard tests/apps/*.c)
-APP_BIN := $(APP_SRC:tests/apps/%.c=$(B)/apps/%) $(B)/apps/trainer_ptsz
+APP_BIN := $(APP_SRC:tests/apps/%.c=$(B)/apps/%) $(B)/apps/trainer_ptsz $(B)/apps/libreload.so
 
 $(B)/apps/%: tests/apps/%.c | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< $(APP_LDFLAGS) -lcudart -lm
@@ -139,6 +139,15 @@ $(B)/apps/trainer: tests/apps/trainer.c | $(B)/apps
 # statically linked runtime does: linked with neither libcudart nor libcuda.
 $(B)/apps/drvloader: tests/apps/drvloader.c | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< -Wl,-z,now -pthread -ldl
+
+# reload loads, uses and unloads the runtime round after round: the program
+# links neither libcudart nor libcuda; the library it loads links libcudart.
+$(B)/apps/reload: tests/apps/reload.c tests/apps/lib/reload_work.h $(B)/apps/libreload.so | $(B)/apps
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< -Wl,-z,now -ldl
+
+$(B)/apps/libreload.so: tests/apps/lib/reloadlib.c tests/apps/lib/reload_work.h | $(B)/apps
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -fPIC -fvisibility=hidden -shared -o $@ $< \
+		$(CUDALIB) -Wl,-z,defs -lcudart
 
 $(B)/apps/trainer_ptsz: tests/apps/trainer.c | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 \
