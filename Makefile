@@ -149,6 +149,19 @@ $(B)/apps/libreload.so: tests/apps/lib/reloadlib.c tests/apps/lib/reload_work.h 
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -fPIC -fvisibility=hidden -shared -o $@ $< \
 		$(CUDALIB) -Wl,-z,defs -lcudart
 
+# dltest and the libraries it loads (one source, a role each: libdlt_a.so
+# and libdlt_b.so are linked in that order, the others opened with dlopen).
+DLT_LIBS := $(patsubst %,$(B)/apps/libdlt_%.so,a b ctor deep cu)
+APP_BIN += $(DLT_LIBS)
+
+$(B)/apps/libdlt_%.so: tests/apps/lib/dltlib.c | $(B)/apps
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -fPIC -fvisibility=hidden -shared \
+		-DDLT_ROLE_$$(echo $* | tr a-z A-Z) -Wl,-soname,libdlt_$*.so -o $@ $< -Wl,-z,defs -ldl
+
+$(B)/apps/dltest: tests/apps/dltest.c $(DLT_LIBS) | $(B)/apps
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -rdynamic -o $@ $< $(APP_LDFLAGS) \
+		-L$(B)/apps -Wl,-rpath,'$$ORIGIN' -ldlt_a -ldlt_b -lcudart -ldl -lm
+
 $(B)/apps/trainer_ptsz: tests/apps/trainer.c | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 \
 		-o $@ $< $(APP_LDFLAGS) -lcudart $(CUDASTUBS) -lcuda -lm
