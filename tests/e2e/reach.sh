@@ -251,3 +251,41 @@ check "a library linked with the runtime, dlopen()ed RTLD_LOCAL and dlclose()d r
 	reload_run reload-lib
 check "the runtime itself dlopen()ed RTLD_LOCAL, used through dlsym and dlclose()d round after round, runs to its end under the shim" \
 	reload_run reload-direct --direct
+
+# ---- the test programs' own options -------------------------------------------
+augment_never_repeats() {
+	app_run aug-all "$TRAINER" VRAMPOOL_BUDGET=64M -- $BASE --augment -1 --copy-api driver || return 1
+	grep -q 'verified OK' "$TMP/aug-all.out" || return 1
+	# every row of every epoch is new: nothing to serve
+	invariants aug-all --expect rows.seen=$((EPOCHS * N)) --expect rows.hits=0 || return 1
+	app_run aug-2 "$TRAINER" VRAMPOOL_BUDGET=64M -- $BASE --augment 2 || return 1
+	grep -q 'verified OK' "$TMP/aug-2.out" || return 1
+	# epochs 1-2 perturbed, epoch 3 the plain rows for the first time, epoch 4 served
+	invariants aug-2 --expect rows.hits=$N || return 1
+	[ "$(epoch_h2d aug-2 4)" = "$LABELS" ] || { echo "epoch 4 device_h2d $(epoch_h2d aug-2 4)"; return 1; }
+}
+check "trainer --augment: perturbed rows never repeat and verify against what was uploaded" augment_never_repeats
+
+verification_bites() {
+	local i=0 args bin
+	for args in "$TRAINER --augment -1 --mask-row 512" "$TRAINER --buffers vmm --copy-api driver-getproc" \
+		"$DRVLOADER --threads 2"; do
+		i=$((i + 1))
+		# shellcheck disable=SC2086
+		set -- $args
+		bin=$1; shift
+		app_run "corrupt-$i" "$bin" -- "$@" --samples 64 --row $ROW --batch 16 --epochs 2 --corrupt-check
+		[ $? -eq 1 ] && grep -q 'MISMATCH' "$TMP/corrupt-$i.err" && grep -q 'verification FAILED' "$TMP/corrupt-$i.out" ||
+			{ echo "$args: a flipped byte was not caught"; return 1; }
+	done
+}
+check "the programs' verification catches one flipped byte (augmented, VMM buffers, drvloader threads)" verification_bites
+
+bad_options() {
+	"$TRAINER" --sync --copy-api driver >/dev/null 2>&1; [ $? -eq 2 ] || return 1
+	"$TRAINER" --copy-api driver-sync --stream nonblocking >/dev/null 2>&1; [ $? -eq 2 ] || return 1
+	"$TRAINER" --buffers nope >/dev/null 2>&1; [ $? -eq 2 ] || return 1
+	"$DRVLOADER" --stream nope >/dev/null 2>&1; [ $? -eq 2 ] || return 1
+	"$RELOAD" --rounds 0 >/dev/null 2>&1; [ $? -eq 2 ]
+}
+check "bad options of the trainer, drvloader and reload exit 2" bad_options
