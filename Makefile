@@ -158,7 +158,7 @@ $(B)/fakecuda/check/%: tests/fakecuda/check/%.c tests/fakecuda/check/harness.h |
 
 # ---- test programs ----------------------------------------------------------
 APP_SRC := $(wildcard tests/apps/*.c)
-APP_BIN := $(APP_SRC:tests/apps/%.c=$(B)/apps/%) $(B)/apps/trainer_ptsz
+APP_BIN := $(APP_SRC:tests/apps/%.c=$(B)/apps/%) $(B)/apps/trainer_ptsz $(B)/apps/libreload.so
 
 $(B)/apps/%: tests/apps/%.c | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< $(APP_LDFLAGS) -lcudart -lm
@@ -170,6 +170,33 @@ CUDASTUBS := -L$(CUDA_HOME)/lib64/stubs
 
 $(B)/apps/trainer: tests/apps/trainer.c | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< $(APP_LDFLAGS) -lcudart $(CUDASTUBS) -lcuda -lm
+
+# drvloader reaches the driver only through dlopen + cuGetProcAddress, as a
+# statically linked runtime does: linked with neither libcudart nor libcuda.
+$(B)/apps/drvloader: tests/apps/drvloader.c | $(B)/apps
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< -Wl,-z,now -pthread -ldl
+
+# reload loads, uses and unloads the runtime round after round: the program
+# links neither libcudart nor libcuda; the library it loads links libcudart.
+$(B)/apps/reload: tests/apps/reload.c tests/apps/lib/reload_work.h $(B)/apps/libreload.so | $(B)/apps
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< -Wl,-z,now -ldl
+
+$(B)/apps/libreload.so: tests/apps/lib/reloadlib.c tests/apps/lib/reload_work.h | $(B)/apps
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -fPIC -fvisibility=hidden -shared -o $@ $< \
+		$(CUDALIB) -Wl,-z,defs -lcudart
+
+# dltest and the libraries it loads (one source, a role each: libdlt_a.so
+# and libdlt_b.so are linked in that order, the others opened with dlopen).
+DLT_LIBS := $(patsubst %,$(B)/apps/libdlt_%.so,a b ctor deep cu)
+APP_BIN += $(DLT_LIBS)
+
+$(B)/apps/libdlt_%.so: tests/apps/lib/dltlib.c | $(B)/apps
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -fPIC -fvisibility=hidden -shared \
+		-DDLT_ROLE_$$(echo $* | tr a-z A-Z) -Wl,-soname,libdlt_$*.so -o $@ $< -Wl,-z,defs -ldl
+
+$(B)/apps/dltest: tests/apps/dltest.c $(DLT_LIBS) | $(B)/apps
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -rdynamic -o $@ $< $(APP_LDFLAGS) \
+		-L$(B)/apps -Wl,-rpath,'$$ORIGIN' -ldlt_a -ldlt_b -lcudart -ldl -lm
 
 $(B)/apps/trainer_ptsz: tests/apps/trainer.c | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 \

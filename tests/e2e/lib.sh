@@ -55,3 +55,18 @@ for k in sys.argv[2].split('.'):
 print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)
 PY
 }
+
+# known_bug NAME REASON CMD...: like check, for a check that fails today
+# because of a known shim bug (REASON says which). A failure prints
+# "XFAIL: name (REASON)", which scripts/test.sh does not count, so the run
+# still finishes; once the bug is fixed the check prints PASS: drop the mark.
+known_bug() {
+	local name=$1 reason=$2; shift 2
+	local out
+	if out=$("$@" 2>&1); then
+		echo "PASS: $name"
+	else
+		echo "XFAIL: $name (known shim bug: $reason)"
+		printf '%s\n' "$out" | tail -n 12 | sed 's/^/    /'
+	fi
+}

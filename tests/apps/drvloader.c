@@ -1,0 +1,867 @@
+/*
+ * drvloader: a data loader that reaches the CUDA driver the way a program
+ * with a statically linked runtime does (nvcc's default): it is linked with
+ * neither libcudart nor libcuda, opens libcuda.so.1 with dlopen, takes
+ * cuGetProcAddress_v2 (or, with --legacy-getproc, the CUDA 11 4-argument
+ * cuGetProcAddress) with dlsym on that handle, and every other entry point
+ * through it. A preloaded library sees none of its calls unless it hooks
+ * that route.
+ *
+ * Same shape as the trainer: a seeded dataset of N random rows of R bytes,
+ * a reshuffle per epoch, batches of B rows assembled into a staging ring
+ * (cuMemHostAlloc memory, or malloc with --pageable), ONE host-to-device
+ * copy per batch (cuMemcpyHtoDAsync) into a ring of device buffers twice as
+ * deep, and every batch read back (cuMemcpyDtoHAsync on the same stream)
+ * and compared byte by byte before its device buffer is reused. A staging
+ * slot is refilled only after the event recorded behind its copy has
+ * completed.
+ *
+ * With --threads N, N threads share each epoch's batches, each with its own
+ * stream and rings; they are released together by a barrier and make their
+ * first calls (dlsym, every lookup, cuInit, the context) at once.
+ *
+ * Exit status: 0 every byte verified, 1 a mismatch, 2 a bad option,
+ * 3 a CUDA error (the call and the error's name are printed).
+ */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What a run can end with; the values are the process exit statuses. */
+enum drv_status {
+	DRV_OK = 0,
+	DRV_MISMATCH = 1,
+	DRV_USAGE = 2,
+	DRV_CUDA = 3,
+};
+
+/* The two lookup functions a driver exports. */
+typedef CUresult drv_getproc_fn(const char *symbol, void **pfn, int version,
+				cuuint64_t flags,
+				CUdriverProcAddressQueryResult *status);
+typedef CUresult drv_getproc_legacy_fn(const char *symbol, void **pfn,
+				       int version, cuuint64_t flags);
+typedef unsigned long long drv_counter_fn(const char *name);
+
+/*
+ * The entry points the loader uses, all taken through the lookup function:
+ * X(field, base name, type of the versioned function it returns).
+ */
+#define DRV_ENTRIES(X)                                                        \
+	X(init, "cuInit", cuInit)                                            \
+	X(device_get, "cuDeviceGet", cuDeviceGet)                            \
+	X(ctx_retain, "cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain)  \
+	X(ctx_release, "cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease_v2) \
+	X(ctx_set, "cuCtxSetCurrent", cuCtxSetCurrent)                       \
+	X(mem_alloc, "cuMemAlloc", cuMemAlloc_v2)                            \
+	X(mem_free, "cuMemFree", cuMemFree_v2)                               \
+	X(host_alloc, "cuMemHostAlloc", cuMemHostAlloc)                      \
+	X(host_free, "cuMemFreeHost", cuMemFreeHost)                         \
+	X(stream_create, "cuStreamCreate", cuStreamCreate)                   \
+	X(stream_destroy, "cuStreamDestroy", cuStreamDestroy_v2)             \
+	X(stream_sync, "cuStreamSynchronize", cuStreamSynchronize)           \
+	X(event_create, "cuEventCreate", cuEventCreate)                      \
+	X(event_destroy, "cuEventDestroy", cuEventDestroy_v2)                \
+	X(event_record, "cuEventRecord", cuEventRecord)                      \
+	X(event_sync, "cuEventSynchronize", cuEventSynchronize)              \
+	X(htod, "cuMemcpyHtoDAsync", cuMemcpyHtoDAsync_v2)                   \
+	X(dtoh, "cuMemcpyDtoHAsync", cuMemcpyDtoHAsync_v2)                   \
+	X(error_name, "cuGetErrorName", cuGetErrorName)
+
+#define DRV_FIELD(field, name, fn) __typeof__(fn) *field;
+struct drv_api {
+	DRV_ENTRIES(DRV_FIELD)
+};
+#undef DRV_FIELD
+
+/* Options of the run. */
+struct drv_options {
+	size_t samples;
+	size_t row;
+	size_t batch;
+	unsigned epochs;
+	uint64_t seed;
+	unsigned ring;
+	unsigned threads;
+	int version;
+	int pinned;
+	int per_thread;
+	int legacy_getproc;
+	int before_init;
+	int default_stream;
+	int quiet;
+	int corrupt_check;
+};
+
+struct drv_loader;
+
+/* One thread's share of the work: its entry points, stream and rings. */
+struct drv_worker {
+	struct drv_loader *l;
+	unsigned index;
+	pthread_t thread;
+	struct drv_api api;
+	CUdevice dev;
+	CUcontext ctx;
+	CUstream stream;
+	unsigned char **staging;
+	CUevent *copied;
+	int *used;
+	CUdeviceptr *devbuf;
+	size_t *dev_batch;
+	size_t *dev_count;
+	int *pending;
+	unsigned char *check;
+	size_t sequence;
+	unsigned long long rows;
+	unsigned long long copies;
+	enum drv_status status;
+};
+
+/* The whole run. */
+struct drv_loader {
+	struct drv_options o;
+	void *handle;
+	drv_counter_fn *counter;
+	unsigned char *data;
+	size_t *order;
+	size_t nbatches;
+	uint64_t rng;
+	unsigned epoch;
+	struct drv_worker *workers;
+	pthread_barrier_t barrier;
+	atomic_int failed;
+	atomic_int corrupted;
+	unsigned long long epoch_h2d_before;
+	unsigned long long device_h2d;
+	unsigned long long rows;
+	unsigned long long copies;
+};
+
+static const char drv_usage_line[] =
+	"usage: drvloader [--samples N] [--row R] [--batch B] [--epochs E]\n"
+	"                 [--seed S] [--ring D] [--threads N] [--pinned|--pageable]\n"
+	"                 [--per-thread] [--legacy-getproc] [--resolve-before-init]\n"
+	"                 [--version V] [--stream created|default] [--quiet] [--help]\n";
+
+static const char drv_help_text[] =
+	"\n"
+	"A data loader that reaches the driver only through dlopen(\"libcuda.so.1\")\n"
+	"and the entry points cuGetProcAddress_v2 hands out (a statically linked\n"
+	"runtime's route): per epoch a seeded reshuffle, one cuMemcpyHtoDAsync per\n"
+	"batch, every byte read back and verified.\n"
+	"\n"
+	"  --samples N            rows in the dataset (1000)\n"
+	"  --row R                bytes per row (3072)\n"
+	"  --batch B              rows per batch (64)\n"
+	"  --epochs E             epochs (3)\n"
+	"  --seed S               seed of the dataset and the shuffles (1)\n"
+	"  --ring D               staging ring depth per thread (4); device ring 2*D\n"
+	"  --threads N            N threads share each epoch, and make their first\n"
+	"                         calls at once (1)\n"
+	"  --pinned               staging in cuMemHostAlloc memory (default)\n"
+	"  --pageable             staging in malloc memory\n"
+	"  --per-thread           entry points taken with\n"
+	"                         CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM\n"
+	"                         (else CU_GET_PROC_ADDRESS_LEGACY_STREAM)\n"
+	"  --legacy-getproc       the CUDA 11 cuGetProcAddress (4 arguments)\n"
+	"  --resolve-before-init  take every entry point before cuInit\n"
+	"  --version V            the cudaVersion passed to the lookups (13000)\n"
+	"  --stream S             created (cuStreamCreate per thread, default) or\n"
+	"                         default (stream 0: the legacy stream, or the\n"
+	"                         per-thread one with --per-thread)\n"
+	"  --quiet                no dataset and epoch lines\n"
+	"\n"
+	"stdout: 'epoch E rows R bytes B [device_h2d D]' per epoch, then\n"
+	"'total rows R bytes B copies C [device_h2d D]' and 'verified OK'.\n"
+	"Exit: 0 verified, 1 mismatch, 2 bad option, 3 CUDA error.\n";
+
+/* Advances the splitmix64 generator at *state and returns its next value. */
+static uint64_t drv_rng_next(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* Returns a uniform value below bound (bound > 0), without modulo bias. */
+static uint64_t drv_rng_below(uint64_t *state, uint64_t bound)
+{
+	uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
+	uint64_t v;
+
+	do
+		v = drv_rng_next(state);
+	while (v >= limit);
+	return v % bound;
+}
+
+/* Fills n bytes at p from the generator. */
+static void drv_rng_fill(uint64_t *state, unsigned char *p, size_t n)
+{
+	while (n > 0) {
+		uint64_t v = drv_rng_next(state);
+		size_t k = n < sizeof(v) ? n : sizeof(v);
+
+		memcpy(p, &v, k);
+		p += k;
+		n -= k;
+	}
+}
+
+/* Shuffles the n entries of a in place (Fisher-Yates). */
+static void drv_rng_shuffle(uint64_t *state, size_t *a, size_t n)
+{
+	for (size_t i = n; i > 1; i--) {
+		size_t j = (size_t)drv_rng_below(state, i);
+		size_t tmp = a[i - 1];
+
+		a[i - 1] = a[j];
+		a[j] = tmp;
+	}
+}
+
+/*
+ * Reports a failed driver call on stderr (with its name when cuGetErrorName
+ * was found). Returns DRV_OK when err is CUDA_SUCCESS, else DRV_CUDA.
+ */
+static enum drv_status drv_check(const struct drv_worker *w, CUresult err,
+				 const char *call)
+{
+	const char *name = NULL;
+
+	if (err == CUDA_SUCCESS)
+		return DRV_OK;
+	if (!w->api.error_name || w->api.error_name(err, &name) != CUDA_SUCCESS || !name)
+		name = "?";
+	fprintf(stderr, "drvloader: thread %u: %s failed: %s (%d)\n", w->index,
+		call, name, (int)err);
+	return DRV_CUDA;
+}
+
+/* Evaluates a driver call; on failure reports it and jumps to label. */
+#define DRV_CHECK(w, status, call, label)                                    \
+	do {                                                                 \
+		if (((status) = drv_check((w), (call), #call)) != DRV_OK)   \
+			goto label;                                          \
+	} while (0)
+
+/* Looks one base name up through the lookup function the run uses. */
+static CUresult drv_lookup(struct drv_worker *w, void *getproc,
+			   const char *name, void **out)
+{
+	const struct drv_options *o = &w->l->o;
+	cuuint64_t flags = o->per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM :
+					   CU_GET_PROC_ADDRESS_LEGACY_STREAM;
+	CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SUCCESS;
+	drv_getproc_legacy_fn *legacy;
+	drv_getproc_fn *current;
+	CUresult err;
+
+	*out = NULL;
+	if (o->legacy_getproc) {
+		memcpy(&legacy, &getproc, sizeof(getproc));
+		err = legacy(name, out, o->version, flags);
+	} else {
+		memcpy(&current, &getproc, sizeof(getproc));
+		err = current(name, out, o->version, flags, &found);
+	}
+	if (err == CUDA_SUCCESS && (found != CU_GET_PROC_ADDRESS_SUCCESS || !*out)) {
+		fprintf(stderr, "drvloader: %s: lookup status %d, pointer %p\n", name,
+			(int)found, *out);
+		err = CUDA_ERROR_NOT_FOUND;
+	}
+	return err;
+}
+
+/*
+ * Takes cuGetProcAddress[_v2] from the library handle with dlsym, then the
+ * entry points: every one before cuInit with --resolve-before-init, else
+ * cuInit first, calling it, then the others. Binds the device's primary
+ * context to the calling thread.
+ */
+static enum drv_status drv_worker_resolve(struct drv_worker *w)
+{
+	const char *gpa_name = w->l->o.legacy_getproc ? "cuGetProcAddress" :
+							"cuGetProcAddress_v2";
+	enum drv_status status = DRV_OK;
+	void *getproc = dlsym(w->l->handle, gpa_name);
+	void *fn;
+
+#define DRV_NAME(field, name, type) name,
+	static const char *const names[] = { DRV_ENTRIES(DRV_NAME) };
+#undef DRV_NAME
+	void **fields[] = {
+#define DRV_SLOT(field, name, type) (void **)&w->api.field,
+		DRV_ENTRIES(DRV_SLOT)
+#undef DRV_SLOT
+	};
+
+	if (!getproc) {
+		fprintf(stderr, "drvloader: dlsym(libcuda.so.1, %s): %s\n", gpa_name,
+			dlerror());
+		status = DRV_CUDA;
+		goto out;
+	}
+	if (!w->l->o.before_init) {
+		DRV_CHECK(w, status, drv_lookup(w, getproc, "cuInit", &fn), out);
+		memcpy(&w->api.init, &fn, sizeof(fn));
+		DRV_CHECK(w, status, w->api.init(0), out);
+	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char call[96];
+
+		snprintf(call, sizeof(call), "%s(%s)", gpa_name, names[i]);
+		if ((status = drv_check(w, drv_lookup(w, getproc, names[i], &fn), call)))
+			goto out;
+		memcpy(fields[i], &fn, sizeof(fn));
+	}
+	if (w->l->o.before_init)
+		DRV_CHECK(w, status, w->api.init(0), out);
+	DRV_CHECK(w, status, w->api.device_get(&w->dev, 0), out);
+	DRV_CHECK(w, status, w->api.ctx_retain(&w->ctx, w->dev), out);
+	DRV_CHECK(w, status, w->api.ctx_set(w->ctx), out);
+out:
+	return status;
+}
+
+/* Allocates the worker's stream, staging ring, device ring and readback buffer. */
+static enum drv_status drv_worker_init(struct drv_worker *w)
+{
+	const struct drv_options *o = &w->l->o;
+	size_t bytes = o->batch * o->row;
+	enum drv_status status = DRV_OK;
+
+	w->staging = calloc(o->ring, sizeof(*w->staging));
+	w->copied = calloc(o->ring, sizeof(*w->copied));
+	w->used = calloc(o->ring, sizeof(*w->used));
+	w->devbuf = calloc(2 * (size_t)o->ring, sizeof(*w->devbuf));
+	w->dev_batch = calloc(2 * (size_t)o->ring, sizeof(*w->dev_batch));
+	w->dev_count = calloc(2 * (size_t)o->ring, sizeof(*w->dev_count));
+	w->pending = calloc(2 * (size_t)o->ring, sizeof(*w->pending));
+	if (!w->staging || !w->copied || !w->used || !w->devbuf ||
+	    !w->dev_batch || !w->dev_count || !w->pending) {
+		fprintf(stderr, "drvloader: out of host memory\n");
+		status = DRV_CUDA;
+		goto out;
+	}
+	if (!o->default_stream)
+		DRV_CHECK(w, status, w->api.stream_create(&w->stream, CU_STREAM_DEFAULT), out);
+	for (unsigned i = 0; i < o->ring; i++) {
+		if (o->pinned) {
+			DRV_CHECK(w, status, w->api.host_alloc((void **)&w->staging[i],
+					bytes, 0), out);
+		} else if (!(w->staging[i] = malloc(bytes))) {
+			fprintf(stderr, "drvloader: out of host memory\n");
+			status = DRV_CUDA;
+			goto out;
+		}
+		DRV_CHECK(w, status, w->api.event_create(&w->copied[i],
+				CU_EVENT_DISABLE_TIMING), out);
+	}
+	for (unsigned i = 0; i < 2 * o->ring; i++)
+		DRV_CHECK(w, status, w->api.mem_alloc(&w->devbuf[i], bytes), out);
+	if (o->pinned)
+		DRV_CHECK(w, status, w->api.host_alloc((void **)&w->check, bytes, 0), out);
+	else if (!(w->check = malloc(bytes))) {
+		fprintf(stderr, "drvloader: out of host memory\n");
+		status = DRV_CUDA;
+	}
+out:
+	return status;
+}
+
+/* Frees what drv_worker_init made, after the worker's stream is idle. */
+static void drv_worker_release(struct drv_worker *w)
+{
+	const struct drv_options *o = &w->l->o;
+
+	if (!w->ctx)
+		goto out;
+	w->api.stream_sync(w->stream);
+	for (unsigned i = 0; w->staging && i < o->ring; i++) {
+		if (w->staging[i])
+			o->pinned ? (void)w->api.host_free(w->staging[i]) : free(w->staging[i]);
+		if (w->copied[i])
+			w->api.event_destroy(w->copied[i]);
+	}
+	for (unsigned i = 0; w->devbuf && i < 2 * o->ring; i++)
+		if (w->devbuf[i])
+			w->api.mem_free(w->devbuf[i]);
+	if (w->check)
+		o->pinned ? (void)w->api.host_free(w->check) : free(w->check);
+	if (w->stream)
+		w->api.stream_destroy(w->stream);
+	if (w->ctx)
+		w->api.ctx_release(w->dev);
+out:
+	free(w->staging);
+	free(w->copied);
+	free(w->used);
+	free(w->devbuf);
+	free(w->dev_batch);
+	free(w->dev_count);
+	free(w->pending);
+	w->staging = NULL;
+	w->copied = NULL;
+	w->used = NULL;
+	w->devbuf = NULL;
+	w->dev_batch = NULL;
+	w->dev_count = NULL;
+	w->pending = NULL;
+	w->check = NULL;
+}
+
+/*
+ * Reads device slot i back on the worker's stream, waits for it and
+ * compares every byte with the rows the epoch's order put there.
+ */
+static enum drv_status drv_worker_verify(struct drv_worker *w, unsigned i)
+{
+	struct drv_loader *l = w->l;
+	const struct drv_options *o = &l->o;
+	size_t first = w->dev_batch[i] * o->batch;
+	enum drv_status status;
+	int expected = 0;
+
+	w->pending[i] = 0;
+	DRV_CHECK(w, status, w->api.dtoh(w->check, w->devbuf[i],
+			w->dev_count[i] * o->row, w->stream), out);
+	DRV_CHECK(w, status, w->api.stream_sync(w->stream), out);
+	if (o->corrupt_check && atomic_compare_exchange_strong(&l->corrupted, &expected, 1))
+		w->check[w->dev_count[i] * o->row / 2] ^= 0x5a;
+	for (size_t j = 0; j < w->dev_count[i]; j++) {
+		size_t sample = l->order[first + j];
+		const unsigned char *want = l->data + sample * o->row;
+		const unsigned char *have = w->check + j * o->row;
+
+		if (!memcmp(want, have, o->row))
+			continue;
+		for (size_t x = 0; x < o->row; x++) {
+			if (want[x] == have[x])
+				continue;
+			fprintf(stderr, "drvloader: MISMATCH epoch %u batch %zu byte %zu "
+				"(row %zu of the batch, sample %zu, offset %zu): "
+				"expected 0x%02x got 0x%02x\n", l->epoch,
+				w->dev_batch[i], j * o->row + x, j, sample, x,
+				want[x], have[x]);
+			break;
+		}
+		status = DRV_MISMATCH;
+		goto out;
+	}
+out:
+	return status;
+}
+
+/*
+ * Uploads batch b: waits for the staging slot's previous copy, verifies
+ * the batch the device slot still holds, assembles the rows, issues the
+ * copy and records the slot's event behind it.
+ */
+static enum drv_status drv_worker_batch(struct drv_worker *w, size_t b)
+{
+	struct drv_loader *l = w->l;
+	const struct drv_options *o = &l->o;
+	unsigned s = (unsigned)(w->sequence % o->ring);
+	unsigned d = (unsigned)(w->sequence % (2 * o->ring));
+	size_t first = b * o->batch;
+	size_t count = o->samples - first < o->batch ? o->samples - first : o->batch;
+	enum drv_status status = DRV_OK;
+
+	if (w->used[s])
+		DRV_CHECK(w, status, w->api.event_sync(w->copied[s]), out);
+	if (w->pending[d] && (status = drv_worker_verify(w, d)))
+		goto out;
+	for (size_t j = 0; j < count; j++)
+		memcpy(w->staging[s] + j * o->row,
+		       l->data + l->order[first + j] * o->row, o->row);
+	DRV_CHECK(w, status, w->api.htod(w->devbuf[d], w->staging[s],
+			count * o->row, w->stream), out);
+	DRV_CHECK(w, status, w->api.event_record(w->copied[s], w->stream), out);
+	w->used[s] = 1;
+	w->dev_batch[d] = b;
+	w->dev_count[d] = count;
+	w->pending[d] = 1;
+	w->sequence++;
+	w->rows += count;
+	w->copies++;
+out:
+	return status;
+}
+
+/* Runs the worker's share of the current epoch and verifies all of it. */
+static enum drv_status drv_worker_epoch(struct drv_worker *w)
+{
+	struct drv_loader *l = w->l;
+	unsigned ring = 2 * l->o.ring;
+	enum drv_status status = DRV_OK;
+
+	for (size_t b = w->index; b < l->nbatches; b += l->o.threads) {
+		if (atomic_load(&l->failed))
+			goto out;
+		if ((status = drv_worker_batch(w, b)))
+			goto out;
+	}
+	for (unsigned i = 0; i < ring; i++) {
+		unsigned d = (unsigned)((w->sequence + i) % ring);
+
+		if (w->pending[d] && (status = drv_worker_verify(w, d)))
+			goto out;
+	}
+out:
+	return status;
+}
+
+/* Returns the emulated device's count of host-to-device bytes, or 0. */
+static unsigned long long drv_device_h2d(const struct drv_loader *l)
+{
+	return l->counter ? l->counter("h2d_bytes") : 0;
+}
+
+/*
+ * Between two barriers, one thread (the barrier's serial one) does what
+ * belongs to the whole run: the epoch line of the finished epoch, then the
+ * next epoch's shuffle.
+ */
+static void drv_between_epochs(struct drv_loader *l, unsigned done)
+{
+	if (done) {
+		unsigned long long rows = 0, copies = 0;
+		unsigned long long h2d = drv_device_h2d(l) - l->epoch_h2d_before;
+
+		for (unsigned i = 0; i < l->o.threads; i++) {
+			rows += l->workers[i].rows;
+			copies += l->workers[i].copies;
+			l->workers[i].rows = l->workers[i].copies = 0;
+		}
+		l->rows += rows;
+		l->copies += copies;
+		l->device_h2d += h2d;
+		if (!l->o.quiet && !atomic_load(&l->failed)) {
+			printf("epoch %u rows %llu bytes %llu", done, rows, rows * l->o.row);
+			if (l->counter)
+				printf(" device_h2d %llu", h2d);
+			printf("\n");
+			fflush(stdout);
+		}
+	}
+	if (done < l->o.epochs) {
+		l->epoch = done + 1;
+		drv_rng_shuffle(&l->rng, l->order, l->o.samples);
+		l->epoch_h2d_before = drv_device_h2d(l);
+	}
+}
+
+/*
+ * Waits at the run's barrier with every thread; one of them then closes
+ * epoch done (0: none yet) and prepares the next, while the others wait.
+ */
+static void drv_barrier(struct drv_loader *l, unsigned done)
+{
+	if (pthread_barrier_wait(&l->barrier) == PTHREAD_BARRIER_SERIAL_THREAD)
+		drv_between_epochs(l, done);
+	pthread_barrier_wait(&l->barrier);
+}
+
+/*
+ * A worker thread: released with the others at once, takes its entry
+ * points and context, sets up, then runs every epoch between barriers. A
+ * failure stops the work of every thread, but each keeps meeting the
+ * barriers so that none waits forever.
+ */
+static void *drv_worker_main(void *arg)
+{
+	struct drv_worker *w = arg;
+	struct drv_loader *l = w->l;
+
+	pthread_barrier_wait(&l->barrier);
+	w->status = drv_worker_resolve(w);
+	if (!w->status)
+		w->status = drv_worker_init(w);
+	if (w->status)
+		atomic_store(&l->failed, 1);
+	drv_barrier(l, 0);
+	for (unsigned e = 1; e <= l->o.epochs; e++) {
+		if (!atomic_load(&l->failed)) {
+			w->status = drv_worker_epoch(w);
+			if (w->status)
+				atomic_store(&l->failed, 1);
+		}
+		drv_barrier(l, e);
+	}
+	drv_worker_release(w);
+	return NULL;
+}
+
+/* Parses an unsigned decimal number into *out. Returns 0 or -EINVAL. */
+static int drv_parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+enum drv_option {
+	OPT_SAMPLES = 256, OPT_ROW, OPT_BATCH, OPT_EPOCHS, OPT_SEED, OPT_RING,
+	OPT_THREADS, OPT_PINNED, OPT_PAGEABLE, OPT_PER_THREAD, OPT_LEGACY,
+	OPT_BEFORE_INIT, OPT_VERSION, OPT_STREAM, OPT_QUIET, OPT_HELP,
+	OPT_CORRUPT_CHECK,
+};
+
+static const struct option drv_options_table[] = {
+	{ "samples", required_argument, NULL, OPT_SAMPLES },
+	{ "row", required_argument, NULL, OPT_ROW },
+	{ "batch", required_argument, NULL, OPT_BATCH },
+	{ "epochs", required_argument, NULL, OPT_EPOCHS },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "ring", required_argument, NULL, OPT_RING },
+	{ "threads", required_argument, NULL, OPT_THREADS },
+	{ "pinned", no_argument, NULL, OPT_PINNED },
+	{ "pageable", no_argument, NULL, OPT_PAGEABLE },
+	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
+	{ "legacy-getproc", no_argument, NULL, OPT_LEGACY },
+	{ "resolve-before-init", no_argument, NULL, OPT_BEFORE_INIT },
+	{ "version", required_argument, NULL, OPT_VERSION },
+	{ "stream", required_argument, NULL, OPT_STREAM },
+	{ "quiet", no_argument, NULL, OPT_QUIET },
+	{ "help", no_argument, NULL, OPT_HELP },
+	/* Hidden: flips one byte of one readback, to prove verification works. */
+	{ "corrupt-check", no_argument, NULL, OPT_CORRUPT_CHECK },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Parses one option into o. Returns 0, or 1 for a bad value. */
+static int drv_parse_option(struct drv_options *o, int opt, const char *arg)
+{
+	uint64_t v = 0;
+	int err = 0;
+
+	switch (opt) {
+	case OPT_SAMPLES:
+		err = drv_parse_u64(arg, 1ULL << 32, &v) || v == 0;
+		o->samples = (size_t)v;
+		break;
+	case OPT_ROW:
+		err = drv_parse_u64(arg, 1ULL << 32, &v) || v == 0;
+		o->row = (size_t)v;
+		break;
+	case OPT_BATCH:
+		err = drv_parse_u64(arg, 1ULL << 24, &v) || v == 0;
+		o->batch = (size_t)v;
+		break;
+	case OPT_EPOCHS:
+		err = drv_parse_u64(arg, 1000000, &v) || v == 0;
+		o->epochs = (unsigned)v;
+		break;
+	case OPT_SEED:
+		err = drv_parse_u64(arg, UINT64_MAX, &v);
+		o->seed = v;
+		break;
+	case OPT_RING:
+		err = drv_parse_u64(arg, 1024, &v) || v == 0;
+		o->ring = (unsigned)v;
+		break;
+	case OPT_THREADS:
+		err = drv_parse_u64(arg, 256, &v) || v == 0;
+		o->threads = (unsigned)v;
+		break;
+	case OPT_PINNED:
+		o->pinned = 1;
+		break;
+	case OPT_PAGEABLE:
+		o->pinned = 0;
+		break;
+	case OPT_PER_THREAD:
+		o->per_thread = 1;
+		break;
+	case OPT_LEGACY:
+		o->legacy_getproc = 1;
+		break;
+	case OPT_BEFORE_INIT:
+		o->before_init = 1;
+		break;
+	case OPT_VERSION:
+		err = drv_parse_u64(arg, INT32_MAX, &v);
+		o->version = (int)v;
+		break;
+	case OPT_STREAM:
+		if (!strcmp(arg, "created"))
+			o->default_stream = 0;
+		else if (!strcmp(arg, "default"))
+			o->default_stream = 1;
+		else
+			err = 1;
+		break;
+	case OPT_QUIET:
+		o->quiet = 1;
+		break;
+	case OPT_CORRUPT_CHECK:
+		o->corrupt_check = 1;
+		break;
+	default:
+		err = 1;
+		break;
+	}
+	if (err && arg)
+		fprintf(stderr, "drvloader: bad value '%s' for an option\n", arg);
+	return err;
+}
+
+/*
+ * Parses the command line into o after setting the defaults. Returns
+ * DRV_OK, DRV_USAGE (usage printed on stderr), or -1 after --help.
+ */
+static int drv_parse_args(struct drv_options *o, int argc, char **argv)
+{
+	int opt;
+
+	o->samples = 1000;
+	o->row = 3072;
+	o->batch = 64;
+	o->epochs = 3;
+	o->seed = 1;
+	o->ring = 4;
+	o->threads = 1;
+	o->version = CUDA_VERSION;
+	o->pinned = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "", drv_options_table, NULL)) != -1) {
+		if (opt == OPT_HELP) {
+			fputs(drv_usage_line, stdout);
+			fputs(drv_help_text, stdout);
+			return -1;
+		}
+		if (opt == '?') {
+			fprintf(stderr, "drvloader: unknown option or missing value: %s\n",
+				argv[optind - 1]);
+			goto usage;
+		}
+		if (drv_parse_option(o, opt, optarg))
+			goto usage;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "drvloader: unexpected argument '%s'\n", argv[optind]);
+		goto usage;
+	}
+	if (o->row > SIZE_MAX / o->samples || o->row > SIZE_MAX / o->batch / 2) {
+		fprintf(stderr, "drvloader: dataset too large\n");
+		goto usage;
+	}
+	return DRV_OK;
+usage:
+	fputs(drv_usage_line, stderr);
+	return DRV_USAGE;
+}
+
+/* Generates the dataset and the identity order from the seed. */
+static enum drv_status drv_dataset_init(struct drv_loader *l)
+{
+	const struct drv_options *o = &l->o;
+
+	l->data = malloc(o->samples * o->row);
+	l->order = calloc(o->samples, sizeof(*l->order));
+	if (!l->data || !l->order) {
+		fprintf(stderr, "drvloader: out of host memory (dataset)\n");
+		return DRV_CUDA;
+	}
+	l->rng = o->seed;
+	drv_rng_fill(&l->rng, l->data, o->samples * o->row);
+	for (size_t i = 0; i < o->samples; i++)
+		l->order[i] = i;
+	l->nbatches = (o->samples + o->batch - 1) / o->batch;
+	if (!o->quiet)
+		printf("dataset samples %zu row %zu batch %zu batches %zu threads %u\n",
+		       o->samples, o->row, o->batch, l->nbatches, o->threads);
+	return DRV_OK;
+}
+
+int main(int argc, char **argv)
+{
+	static struct drv_loader l;
+	unsigned started = 0;
+	int status;
+
+	status = drv_parse_args(&l.o, argc, argv);
+	if (status < 0) {
+		status = DRV_OK;
+		goto out;
+	}
+	if (status)
+		goto out;
+	if ((status = drv_dataset_init(&l)))
+		goto out_free;
+	l.handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!l.handle) {
+		fprintf(stderr, "drvloader: dlopen(libcuda.so.1): %s\n", dlerror());
+		status = DRV_CUDA;
+		goto out_free;
+	}
+	*(void **)&l.counter = dlsym(RTLD_DEFAULT, "fakecuda_counter");
+	if (!l.counter)
+		*(void **)&l.counter = dlsym(l.handle, "fakecuda_counter");
+	l.workers = calloc(l.o.threads, sizeof(*l.workers));
+	if (!l.workers || pthread_barrier_init(&l.barrier, NULL, l.o.threads)) {
+		fprintf(stderr, "drvloader: out of host memory (threads)\n");
+		status = DRV_CUDA;
+		goto out_close;
+	}
+	for (; started < l.o.threads; started++) {
+		struct drv_worker *w = &l.workers[started];
+
+		w->l = &l;
+		w->index = started;
+		if (pthread_create(&w->thread, NULL, drv_worker_main, w)) {
+			fprintf(stderr, "drvloader: pthread_create failed\n");
+			status = DRV_CUDA;
+			break;
+		}
+	}
+	if (started < l.o.threads) {
+		/* The barrier counts every thread: the run cannot go on. */
+		fflush(stdout);
+		_Exit(DRV_CUDA);
+	}
+	for (unsigned i = 0; i < started; i++) {
+		pthread_join(l.workers[i].thread, NULL);
+		if (!status)
+			status = l.workers[i].status;
+	}
+	pthread_barrier_destroy(&l.barrier);
+	if (!status) {
+		printf("total rows %llu bytes %llu copies %llu", l.rows,
+		       l.rows * l.o.row, l.copies);
+		if (l.counter)
+			printf(" device_h2d %llu", l.device_h2d);
+		printf("\nverified OK\n");
+	} else if (status == DRV_MISMATCH) {
+		printf("verification FAILED\n");
+	}
+	free(l.workers);
+out_close:
+	dlclose(l.handle);
+out_free:
+	free(l.data);
+	free(l.order);
+out:
+	fflush(stdout);
+	return status;
+}
