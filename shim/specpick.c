@@ -3,10 +3,11 @@
  * size (specpick.h says why and when).
  *
  * Per ambiguous copy size, a record holds its candidate specs (largest
- * first) and, per candidate, a set of 64-bit row fingerprints seen in
- * earlier copies (open addressing, zero is empty). A copy first looks its
- * rows up in the sets (so repeats inside one copy do not count), then adds
- * them. Window sums per candidate collect rows looked up and repeats; once
+ * first). Per row size, a set holds the 64-bit fingerprints of rows of that
+ * size seen in earlier copies of any ambiguous size (open addressing, zero
+ * is empty), so the last, partial batch of an epoch finds the rows the full
+ * batches showed. A copy first looks its distinct rows up in the sets (so
+ * repeats inside one copy do not count), then adds them. Window sums per candidate collect rows looked up and repeats; once
  * every candidate has SPECPICK_MIN_ROWS rows in the window, the largest
  * candidate with at least half of its rows repeated is chosen; if none is,
  * the window starts again (the first epoch: nothing repeats yet).
@@ -40,12 +41,20 @@ struct sp_size {
 	_Atomic int decided;    /* -1 undecided, else the candidate chosen */
 	int ncand;
 	struct layout_hit cand[SPECPICK_CANDS];
-	struct sp_set seen[SPECPICK_CANDS];
 	uint64_t win_rows[SPECPICK_CANDS], win_reps[SPECPICK_CANDS];
 };
 
+/* The fingerprints of rows of one row size. */
+struct sp_rows {
+	uint64_t row;           /* 0: a free record */
+	struct sp_set seen;
+};
+
+#define SPECPICK_ROWS LAYOUT_MAX_SPECS
+
 static pthread_mutex_t sp_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sp_size sp_sizes[SPECPICK_SIZES];
+static struct sp_rows sp_rows[SPECPICK_ROWS];
 static unsigned sp_level;      /* sampling level: keep keys whose top sp_level bits are zero */
 static uint64_t sp_bytes;      /* bytes of every set */
 
@@ -95,11 +104,25 @@ static void sp_thin(void)
 {
 	while (sp_bytes > SPECPICK_MEM_MAX / 2 && sp_level < 60) {
 		sp_level++;
-		for (int i = 0; i < SPECPICK_SIZES; i++)
-			for (int c = 0; c < sp_sizes[i].ncand; c++)
-				if (sp_sizes[i].seen[c].cap)
-					sp_rebuild(&sp_sizes[i].seen[c], sp_sizes[i].seen[c].cap);
+		for (int i = 0; i < SPECPICK_ROWS; i++)
+			if (sp_rows[i].seen.cap)
+				sp_rebuild(&sp_rows[i].seen, sp_rows[i].seen.cap);
 	}
+}
+
+/* The set of rows of row bytes (made on first use), or NULL (table full). */
+static struct sp_set *sp_seen(uint64_t row)
+{
+	for (int i = 0; i < SPECPICK_ROWS; i++)
+		if (sp_rows[i].row == row)
+			return &sp_rows[i].seen;
+	for (int i = 0; i < SPECPICK_ROWS; i++) {
+		if (!sp_rows[i].row) {
+			sp_rows[i].row = row;
+			return &sp_rows[i].seen;
+		}
+	}
+	return NULL;
 }
 
 static void sp_add(struct sp_set *s, uint64_t k)
@@ -181,7 +204,12 @@ static int sp_observe(struct sp_size *r, const void *src)
 	}
 	for (int c = 0; c < r->ncand; c++) {
 		uint64_t rows = n / r->cand[c].row, m = 0;
+		struct sp_set *seen = sp_seen(r->cand[c].row);
 
+		if (!seen) {
+			ready = 0;
+			continue;
+		}
 		fingerprint_rows(src, r->cand[c].row, rows, fps);
 		for (uint64_t i = 0; i < rows; i++) {
 			uint64_t k = fps[i].lo | 1;
@@ -194,10 +222,10 @@ static int sp_observe(struct sp_size *r, const void *src)
 			if (i && keys[i] == keys[i - 1])
 				continue;
 			r->win_rows[c]++;
-			r->win_reps[c] += sp_has(&r->seen[c], keys[i]);
+			r->win_reps[c] += sp_has(seen, keys[i]);
 		}
 		for (uint64_t i = 0; i < m; i++)
-			sp_add(&r->seen[c], keys[i]);
+			sp_add(seen, keys[i]);
 		if (r->win_rows[c] < SPECPICK_MIN_ROWS)
 			ready = 0;
 	}
@@ -214,14 +242,18 @@ static int sp_observe(struct sp_size *r, const void *src)
 	return -1;
 }
 
-/* Frees the sets of record r once it is decided. Called under sp_lock. */
-static void sp_release(struct sp_size *r)
+/* Frees every set once no ambiguous size is undecided. Called under sp_lock. */
+static void sp_release_if_done(void)
 {
-	for (int c = 0; c < r->ncand; c++) {
-		sp_bytes -= r->seen[c].cap * sizeof(*r->seen[c].keys);
-		free(r->seen[c].keys);
-		memset(&r->seen[c], 0, sizeof(r->seen[c]));
+	for (int i = 0; i < SPECPICK_SIZES; i++)
+		if (atomic_load_explicit(&sp_sizes[i].n, memory_order_relaxed) &&
+		    atomic_load_explicit(&sp_sizes[i].decided, memory_order_relaxed) < 0)
+			return;
+	for (int i = 0; i < SPECPICK_ROWS; i++) {
+		free(sp_rows[i].seen.keys);
+		memset(&sp_rows[i], 0, sizeof(sp_rows[i]));
 	}
+	sp_bytes = 0;
 }
 
 enum specpick_result specpick_choose(const struct layout *l, uint64_t n, const void *src,
@@ -248,7 +280,7 @@ enum specpick_result specpick_choose(const struct layout *l, uint64_t n, const v
 			d = sp_observe(r, src);
 			if (d >= 0) {
 				atomic_store_explicit(&r->decided, d, memory_order_release);
-				sp_release(r);
+				sp_release_if_done();
 				log_verbose("copies of %llu bytes are rows of %llu: their rows repeat (of %d "
 					    "specs that divide the size)", (unsigned long long)n,
 					    (unsigned long long)r->cand[d].row, r->ncand);
@@ -267,8 +299,11 @@ enum specpick_result specpick_choose(const struct layout *l, uint64_t n, const v
 void specpick_reset(void)
 {
 	pthread_mutex_init(&sp_lock, NULL);
+	for (int i = 0; i < SPECPICK_ROWS; i++) {
+		free(sp_rows[i].seen.keys);
+		memset(&sp_rows[i], 0, sizeof(sp_rows[i]));
+	}
 	for (int i = 0; i < SPECPICK_SIZES; i++) {
-		sp_release(&sp_sizes[i]);
 		sp_sizes[i].ncand = 0;
 		memset(sp_sizes[i].win_rows, 0, sizeof(sp_sizes[i].win_rows));
 		memset(sp_sizes[i].win_reps, 0, sizeof(sp_sizes[i].win_reps));

@@ -54,13 +54,7 @@ describe() {
 }
 
 for case in $("$DLTEST" --list); do
-	if [ "$case" = foreign-cu ]; then
-		known_bug "$(describe "$case")" \
-			"interpose.c vp_dl_result hands its wrapper for any handle whose object defines an interposed name" \
-			same_as_without "$case"
-	else
-		check "$(describe "$case")" same_as_without "$case"
-	fi
+	check "$(describe "$case")" same_as_without "$case"
 done
 
 # Every case in a forked child of one process, under the shim.

@@ -193,9 +193,7 @@ via_driver_partial() {
 	invariants rtd-partial --min rows.hits=1 || return 1
 	counted_once rtd-partial
 }
-known_bug "FAKECUDA_RT_VIA_DRIVER: copies of mixed hits and misses are counted once" \
-	"interpose.c vp_forward_copy sets vp_inside = 0 on return even when called nested (the runtime reaching the shim's driver wrapper inside pool_copy), so the next miss run re-enters the shim as a new program copy" \
-	via_driver_partial
+check "FAKECUDA_RT_VIA_DRIVER: copies of mixed hits and misses are counted once" via_driver_partial
 
 # ---- allocations through the driver and virtual memory -----------------------
 # 64M device; the pool holds the 12M dataset, the trainer's own buffers a
@@ -217,8 +215,7 @@ check "a mid-run cuMemAlloc_v2 that needs the pool's memory succeeds" \
 	memory_pressure driver --alloc-api driver
 check "a mid-run VMM growth needing the pool's memory succeeds while the copies take the driver route" \
 	memory_pressure vmm-drv --alloc-api vmm --copy-api driver-getproc
-known_bug "FAKECUDA_RT_VIA_DRIVER: a mid-run cudaMalloc reaching cuMemAlloc_v2 that needs the pool's memory succeeds, counted once" \
-	"as above: after the eviction batches mix hits and misses, and vp_forward_copy drops the guard" \
+check "FAKECUDA_RT_VIA_DRIVER: a mid-run cudaMalloc reaching cuMemAlloc_v2 that needs the pool's memory succeeds, counted once" \
 	memory_pressure rtd-malloc FAKECUDA_RT_VIA_DRIVER=1 --alloc-api malloc
 
 vmm_off_fails() {
