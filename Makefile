@@ -127,9 +127,17 @@ APP_BIN := $(APP_SRC:tests/apps/%.c=$(B)/apps/%) $(B)/apps/trainer_ptsz
 $(B)/apps/%: tests/apps/%.c | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< $(APP_LDFLAGS) -lcudart -lm
 
+# The trainer also calls the driver (its --copy-api driver routes, VMM
+# buffers): linked against the toolkit's stub libcuda.so at build time; at
+# run time libcuda.so.1 is the emulated device or the real driver.
+CUDASTUBS := -L$(CUDA_HOME)/lib64/stubs
+
+$(B)/apps/trainer: tests/apps/trainer.c | $(B)/apps
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< $(APP_LDFLAGS) -lcudart $(CUDASTUBS) -lcuda -lm
+
 $(B)/apps/trainer_ptsz: tests/apps/trainer.c | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 \
-		-o $@ $< $(APP_LDFLAGS) -lcudart -lm
+		-o $@ $< $(APP_LDFLAGS) -lcudart $(CUDASTUBS) -lcuda -lm
 
 # ---- unit tests: the shim's modules linked directly, sanitized --------------
 UNIT_SRC := $(wildcard tests/unit/test_*.c)

@@ -2,16 +2,25 @@
  * trainer: a training-style data-loading program, the main test vehicle of
  * vrampool.
  *
- * It builds a seeded dataset of N random samples (R bytes of data and an
+ * It builds a seeded dataset of N random samples (R bytes of data, an
+ * optional second tensor of M bytes such as a segmentation mask, and an
  * 8-byte label each, some of them byte-copies of others when --dup asks),
  * and for every epoch reshuffles it (Fisher-Yates), assembles batches of B
- * samples into a ring of D staging buffers, uploads each batch with ONE
- * host-to-device copy of its rows and one of its labels into a ring of device
- * buffers, and finally reads every batch back and compares each byte with
- * what the sample order says. It is written in plain C11 against the
- * documented CUDA runtime API only, so the same binary runs on the emulated
- * device (LD_LIBRARY_PATH=build/fakecuda), on a real GPU, and with
- * libvrampool.so preloaded into it.
+ * samples into a ring of D staging buffers (optionally perturbing each
+ * sample with fresh random bytes, like host-side random crops), uploads
+ * each batch with ONE host-to-device copy of its rows, one of its masks
+ * and one of its labels into a ring of device buffers, and finally reads
+ * every batch back and compares each byte with what was uploaded. It is
+ * written in plain C11 against the documented CUDA runtime and driver APIs
+ * only, so the same binary runs on the emulated device
+ * (LD_LIBRARY_PATH=build/fakecuda), on a real GPU, and with libvrampool.so
+ * preloaded into it. The upload takes one of the routes real programs
+ * take (--copy-api): the runtime's cudaMemcpy[Async] or cudaMemcpy2D[Async],
+ * the driver's cuMemcpyHtoD[Async]_v2 called directly, or the driver's
+ * copy function taken at run time from cuGetProcAddress_v2 or
+ * cudaGetDriverEntryPointByVersion. Device memory comes from cudaMalloc,
+ * the driver's cuMemAlloc_v2, or virtual memory management (cuMemCreate +
+ * cuMemMap, the way PyTorch's expandable segments grow).
  *
  * Ordering rules it relies on, all documented CUDA semantics:
  *  - a staging slot is refilled only after the event recorded behind the
@@ -26,6 +35,7 @@
  * Exit status: 0 every byte verified, 1 a mismatch, 2 a bad option,
  * 3 a CUDA error (the call and cudaGetErrorName are printed).
  */
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -64,6 +74,41 @@ enum trainer_alloc_api {
 	TRAINER_ALLOC_ASYNC,
 	TRAINER_ALLOC_MANAGED,
 	TRAINER_ALLOC_PITCH,
+	TRAINER_ALLOC_DRIVER,
+	TRAINER_ALLOC_VMM,
+};
+
+/* The entry point the host-to-device copies go through (--copy-api). */
+enum trainer_copy_api {
+	TRAINER_COPY_RUNTIME,     /* cudaMemcpy[Async] with t->h2d_kind */
+	TRAINER_COPY_DRIVER,      /* cuMemcpyHtoDAsync_v2, linked */
+	TRAINER_COPY_DRIVER_SYNC, /* cuMemcpyHtoD_v2, linked */
+	TRAINER_COPY_GETPROC,     /* cuMemcpyHtoDAsync from cuGetProcAddress_v2 */
+	TRAINER_COPY_ENTRYPOINT,  /* ... from cudaGetDriverEntryPointByVersion */
+	TRAINER_COPY_2D,          /* cudaMemcpy2D[Async], pitches == width */
+};
+
+/* Where the device batch buffers live (--buffers). */
+enum trainer_buffers {
+	TRAINER_BUFFERS_MALLOC,   /* cudaMalloc */
+	TRAINER_BUFFERS_VMM,      /* one cuMemCreate + cuMemMap range each */
+};
+
+/* The driver's asynchronous host-to-device copy, as an entry point. */
+typedef CUresult trainer_htod_fn(CUdeviceptr dst, const void *src, size_t n,
+				 CUstream stream);
+
+/*
+ * A range of virtual memory: reserved, backed by one physical allocation
+ * (cuMemCreate) per chunk, each mapped and made accessible.
+ */
+struct trainer_vmm {
+	CUdeviceptr base;
+	size_t size;
+	size_t chunk;
+	CUmemGenericAllocationHandle *handles;
+	size_t created;
+	size_t mapped;
 };
 
 /* The counter hook of the emulated device, when it is loaded. */
@@ -72,15 +117,25 @@ typedef unsigned long long trainer_counter_fn(const char *name);
 /* One staging buffer on the host and the event behind the copies reading it. */
 struct trainer_slot {
 	unsigned char *data;
+	unsigned char *masks;
 	unsigned char *labels;
 	cudaEvent_t copied;
 	int used;
 };
 
-/* One device batch buffer and the batch it holds until it is verified. */
+/*
+ * One device batch buffer and the batch it holds until it is verified; with
+ * --augment, also the bytes that were uploaded into it (the dataset no
+ * longer says what they are).
+ */
 struct trainer_devslot {
 	void *data;
+	void *masks;
 	void *labels;
+	struct trainer_vmm vmm[3];
+	unsigned char *expect_data;
+	unsigned char *expect_masks;
+	int augmented;
 	cudaStream_t stream;
 	size_t batch;
 	size_t count;
@@ -103,7 +158,9 @@ struct trainer_worker {
 	struct trainer_slot *slots;
 	struct trainer_devslot *devslots;
 	unsigned char *check_data;
+	unsigned char *check_masks;
 	unsigned char *check_labels;
+	uint64_t rng;
 	size_t sequence;
 	unsigned long long rows;
 	unsigned long long bytes;
@@ -132,6 +189,10 @@ struct trainer {
 	size_t alloc_bytes;
 	unsigned alloc_epoch;
 	enum trainer_alloc_api alloc_api;
+	enum trainer_copy_api copy_api;
+	enum trainer_buffers buffers;
+	size_t mask_row;
+	long augment;
 	int device;
 	int quiet;
 	int corrupt_check;
@@ -139,12 +200,15 @@ struct trainer {
 	/* Dataset and per-epoch state. */
 	uint64_t rng;
 	unsigned char *data;
+	unsigned char *masks;
 	unsigned char *labels;
 	size_t *order;
 	size_t unique;
 	size_t nbatches;
 	unsigned epoch;
 	void *alloc_ptr;
+	struct trainer_vmm alloc_vmm;
+	trainer_htod_fn *htod;
 	struct trainer_worker *workers;
 	unsigned nworkers;
 	atomic_int stop;
@@ -163,16 +227,18 @@ static const char trainer_usage_line[] =
 	"               [--pinned|--pageable] [--seed S] [--ring D]\n"
 	"               [--stream legacy|ptds|nonblocking|multi|threads]\n"
 	"               [--streams K] [--threads T] [--sync]\n"
-	"               [--copy-api explicit|memcpy-default] [--dup PCT]\n"
+	"               [--copy-api explicit|memcpy-default|memcpy2d|driver|\n"
+	"                           driver-sync|driver-getproc|driver-entrypoint]\n"
+	"               [--dup PCT] [--mask-row BYTES] [--augment E]\n"
 	"               [--partial|--drop-last] [--alloc-mid BYTES[@EPOCH]]\n"
-	"               [--alloc-api malloc|async|managed|pitch] [--device I]\n"
-	"               [--quiet] [--help]\n";
+	"               [--alloc-api malloc|async|managed|pitch|driver|vmm]\n"
+	"               [--buffers malloc|vmm] [--device I] [--quiet] [--help]\n";
 
 static const char trainer_help_text[] =
 	"\n"
 	"A training-style loader: per epoch a seeded reshuffle, batches assembled\n"
-	"into a staging ring, one host-to-device copy of the rows and one of the\n"
-	"labels per batch, then every byte read back and verified.\n"
+	"into a staging ring, one host-to-device copy of the rows (one of the masks)\n"
+	"and one of the labels per batch, then every byte read back and verified.\n"
 	"\n"
 	"  --samples N     samples in the dataset (1000)\n"
 	"  --row R         bytes of data per sample (3072); each also has 8 label bytes\n"
@@ -189,13 +255,32 @@ static const char trainer_help_text[] =
 	"  --threads T     host threads for --stream threads (2)\n"
 	"  --sync          cudaMemcpy instead of cudaMemcpyAsync (modes legacy, ptds,\n"
 	"                  threads; each worker then uses the default stream)\n"
-	"  --copy-api A    explicit kinds (default) or memcpy-default (cudaMemcpyDefault)\n"
+	"  --copy-api A    how the host-to-device copies are made:\n"
+	"                  explicit (default): cudaMemcpy[Async], explicit kinds\n"
+	"                  memcpy-default: the same with cudaMemcpyDefault\n"
+	"                  memcpy2d: cudaMemcpy2D[Async], pitches equal to the width\n"
+	"                  driver: cuMemcpyHtoDAsync_v2 on the run's stream\n"
+	"                  driver-sync: cuMemcpyHtoD_v2 (implies --sync's streams)\n"
+	"                  driver-getproc: cuMemcpyHtoDAsync taken with\n"
+	"                    cuGetProcAddress_v2 (per-thread flag and stream 0\n"
+	"                    with --stream ptds, the legacy flag otherwise)\n"
+	"                  driver-entrypoint: the same taken with\n"
+	"                    cudaGetDriverEntryPointByVersion\n"
 	"  --dup PCT       share of samples that are byte-copies of other samples (0)\n"
+	"  --mask-row M    a second tensor of M bytes per sample (a mask), uploaded\n"
+	"                  per batch as its own copy after the rows (0: none)\n"
+	"  --augment E     in epochs 1..E (-1: every epoch, 0: none) each sample's\n"
+	"                  rows and masks get fresh random bytes as they are\n"
+	"                  assembled, so they never repeat (0)\n"
 	"  --partial       keep the last partial batch when B does not divide N (default)\n"
 	"  --drop-last     drop it instead\n"
 	"  --alloc-mid BYTES[@EPOCH]  at the start of EPOCH (1-based, default 2)\n"
 	"                  allocate BYTES of device memory, prove it usable, keep it\n"
-	"  --alloc-api A   malloc (default), async, managed or pitch\n"
+	"  --alloc-api A   malloc (default), async, managed, pitch, driver\n"
+	"                  (cuMemAlloc_v2) or vmm (reserve, then cuMemCreate +\n"
+	"                  cuMemMap + cuMemSetAccess one granule at a time)\n"
+	"  --buffers B     device batch buffers from malloc (cudaMalloc, default)\n"
+	"                  or vmm (one cuMemCreate + cuMemMap range each)\n"
 	"  --device I      cudaSetDevice(I) (0)\n"
 	"  --quiet         no dataset and epoch lines\n"
 	"\n"
@@ -272,6 +357,22 @@ static enum trainer_status trainer_cuda(cudaError_t err, const char *call)
 	return TRAINER_CUDA;
 }
 
+/*
+ * Reports a failed driver call on stderr. Returns TRAINER_OK when err is
+ * CUDA_SUCCESS, else TRAINER_CUDA.
+ */
+static enum trainer_status trainer_cu(CUresult err, const char *call)
+{
+	const char *name = NULL;
+
+	if (err == CUDA_SUCCESS)
+		return TRAINER_OK;
+	if (cuGetErrorName(err, &name) != CUDA_SUCCESS || !name)
+		name = "unknown CUresult";
+	fprintf(stderr, "trainer: %s failed: %s (%d)\n", call, name, (int)err);
+	return TRAINER_CUDA;
+}
+
 /* Reports host memory exhaustion; the run then ends as a failed call (3). */
 static enum trainer_status trainer_no_memory(const char *what)
 {
@@ -283,6 +384,13 @@ static enum trainer_status trainer_no_memory(const char *what)
 #define TRAINER_CHECK(status, call, label)                                   \
 	do {                                                                 \
 		if (((status) = trainer_cuda((call), #call)) != TRAINER_OK) \
+			goto label;                                          \
+	} while (0)
+
+/* Evaluates a driver call; on failure reports it and jumps to label. */
+#define TRAINER_CU_CHECK(status, call, label)                              \
+	do {                                                                 \
+		if (((status) = trainer_cu((call), #call)) != TRAINER_OK)   \
 			goto label;                                          \
 	} while (0)
 
@@ -337,7 +445,7 @@ enum trainer_option {
 	OPT_PAGEABLE, OPT_SEED, OPT_RING, OPT_STREAM, OPT_STREAMS, OPT_THREADS,
 	OPT_SYNC, OPT_COPY_API, OPT_DUP, OPT_PARTIAL, OPT_DROP_LAST,
 	OPT_ALLOC_MID, OPT_ALLOC_API, OPT_DEVICE, OPT_QUIET, OPT_HELP,
-	OPT_CORRUPT_CHECK,
+	OPT_CORRUPT_CHECK, OPT_MASK_ROW, OPT_AUGMENT, OPT_BUFFERS,
 };
 
 static const struct option trainer_options[] = {
@@ -355,6 +463,9 @@ static const struct option trainer_options[] = {
 	{ "sync", no_argument, NULL, OPT_SYNC },
 	{ "copy-api", required_argument, NULL, OPT_COPY_API },
 	{ "dup", required_argument, NULL, OPT_DUP },
+	{ "mask-row", required_argument, NULL, OPT_MASK_ROW },
+	{ "augment", required_argument, NULL, OPT_AUGMENT },
+	{ "buffers", required_argument, NULL, OPT_BUFFERS },
 	{ "partial", no_argument, NULL, OPT_PARTIAL },
 	{ "drop-last", no_argument, NULL, OPT_DROP_LAST },
 	{ "alloc-mid", required_argument, NULL, OPT_ALLOC_MID },
@@ -383,6 +494,34 @@ static int trainer_parse_alloc_mid(struct trainer *t, const char *arg)
 	}
 	t->alloc_epoch = (unsigned)epoch;
 	return 0;
+}
+
+/* Parses the --copy-api argument. Returns 0 or 1 (not a known route). */
+static int trainer_parse_copy_api(struct trainer *t, const char *arg)
+{
+	static const struct {
+		const char *name;
+		enum trainer_copy_api api;
+	} apis[] = {
+		{ "explicit", TRAINER_COPY_RUNTIME },
+		{ "memcpy-default", TRAINER_COPY_RUNTIME },
+		{ "memcpy2d", TRAINER_COPY_2D },
+		{ "driver", TRAINER_COPY_DRIVER },
+		{ "driver-sync", TRAINER_COPY_DRIVER_SYNC },
+		{ "driver-getproc", TRAINER_COPY_GETPROC },
+		{ "driver-entrypoint", TRAINER_COPY_ENTRYPOINT },
+	};
+	int isdefault = !strcmp(arg, "memcpy-default");
+
+	for (size_t i = 0; i < sizeof(apis) / sizeof(apis[0]); i++) {
+		if (strcmp(arg, apis[i].name))
+			continue;
+		t->copy_api = apis[i].api;
+		t->h2d_kind = isdefault ? cudaMemcpyDefault : cudaMemcpyHostToDevice;
+		t->d2h_kind = isdefault ? cudaMemcpyDefault : cudaMemcpyDeviceToHost;
+		return 0;
+	}
+	return 1;
 }
 
 /*
@@ -452,15 +591,27 @@ static enum trainer_status trainer_parse_option(struct trainer *t, int opt,
 		t->sync = 1;
 		break;
 	case OPT_COPY_API:
-		if (!strcmp(arg, "explicit")) {
-			t->h2d_kind = cudaMemcpyHostToDevice;
-			t->d2h_kind = cudaMemcpyDeviceToHost;
-		} else if (!strcmp(arg, "memcpy-default")) {
-			t->h2d_kind = cudaMemcpyDefault;
-			t->d2h_kind = cudaMemcpyDefault;
+		err = trainer_parse_copy_api(t, arg);
+		break;
+	case OPT_MASK_ROW:
+		err = trainer_parse_u64(arg, 1ULL << 32, &v);
+		t->mask_row = (size_t)v;
+		break;
+	case OPT_AUGMENT:
+		if (!strcmp(arg, "-1")) {
+			t->augment = -1;
 		} else {
-			err = 1;
+			err = trainer_parse_u64(arg, 1000000, &v);
+			t->augment = (long)v;
 		}
+		break;
+	case OPT_BUFFERS:
+		if (!strcmp(arg, "malloc"))
+			t->buffers = TRAINER_BUFFERS_MALLOC;
+		else if (!strcmp(arg, "vmm"))
+			t->buffers = TRAINER_BUFFERS_VMM;
+		else
+			err = 1;
 		break;
 	case OPT_DUP:
 		err = trainer_parse_u64(arg, 100, &v);
@@ -484,6 +635,10 @@ static enum trainer_status trainer_parse_option(struct trainer *t, int opt,
 			t->alloc_api = TRAINER_ALLOC_MANAGED;
 		else if (!strcmp(arg, "pitch"))
 			t->alloc_api = TRAINER_ALLOC_PITCH;
+		else if (!strcmp(arg, "driver"))
+			t->alloc_api = TRAINER_ALLOC_DRIVER;
+		else if (!strcmp(arg, "vmm"))
+			t->alloc_api = TRAINER_ALLOC_VMM;
 		else
 			err = 1;
 		break;
@@ -548,10 +703,19 @@ static int trainer_parse_args(struct trainer *t, int argc, char **argv)
 		fprintf(stderr, "trainer: unexpected argument '%s'\n", argv[optind]);
 		goto usage;
 	}
+	if (t->sync && (t->copy_api == TRAINER_COPY_DRIVER ||
+			t->copy_api == TRAINER_COPY_GETPROC ||
+			t->copy_api == TRAINER_COPY_ENTRYPOINT)) {
+		fprintf(stderr, "trainer: --sync with a driver route: use "
+			"--copy-api driver-sync\n");
+		goto usage;
+	}
+	if (t->copy_api == TRAINER_COPY_DRIVER_SYNC)
+		t->sync = 1;
 	if (t->sync && (t->mode == TRAINER_STREAM_NONBLOCKING ||
 			t->mode == TRAINER_STREAM_MULTI)) {
-		fprintf(stderr, "trainer: --sync works on the default stream: use it "
-			"with --stream legacy, ptds or threads\n");
+		fprintf(stderr, "trainer: --sync and driver-sync work on the default "
+			"stream: use them with --stream legacy, ptds or threads\n");
 		goto usage;
 	}
 	if (t->alloc_bytes && t->alloc_epoch > t->epochs) {
@@ -559,7 +723,9 @@ static int trainer_parse_args(struct trainer *t, int argc, char **argv)
 			t->alloc_epoch, t->epochs);
 		goto usage;
 	}
-	if (t->row > SIZE_MAX / t->samples || t->row > SIZE_MAX / t->batch / 2) {
+	if (t->row > SIZE_MAX / t->samples || t->row > SIZE_MAX / t->batch / 2 ||
+	    t->mask_row > SIZE_MAX / t->samples ||
+	    t->mask_row > SIZE_MAX / t->batch / 2) {
 		fprintf(stderr, "trainer: dataset too large\n");
 		goto usage;
 	}
@@ -631,7 +797,9 @@ static size_t trainer_count_unique(struct trainer *t)
 /*
  * Generates the dataset from the seed: random rows and labels, then dup_pct
  * percent of the samples (at random places) overwritten with a byte-copy of
- * a random original sample, data and label.
+ * a random original sample, data, mask and label. The masks come from a
+ * generator of their own, so that every other byte of the run is the same
+ * with and without --mask-row.
  */
 static enum trainer_status trainer_dataset_init(struct trainer *t)
 {
@@ -644,6 +812,9 @@ static enum trainer_status trainer_dataset_init(struct trainer *t)
 	status = trainer_host_alloc(t, t->samples * TRAINER_LABEL, &t->labels);
 	if (status)
 		goto out;
+	if (t->mask_row &&
+	    (status = trainer_host_alloc(t, t->samples * t->mask_row, &t->masks)))
+		goto out;
 	t->order = calloc(t->samples, sizeof(*t->order));
 	if (!t->order) {
 		status = trainer_no_memory("sample order");
@@ -652,6 +823,11 @@ static enum trainer_status trainer_dataset_init(struct trainer *t)
 	t->rng = t->seed;
 	trainer_rng_fill(&t->rng, t->data, t->samples * t->row);
 	trainer_rng_fill(&t->rng, t->labels, t->samples * TRAINER_LABEL);
+	if (t->mask_row) {
+		uint64_t mask_rng = t->seed ^ 0x6d61736b6d61736bULL;
+
+		trainer_rng_fill(&mask_rng, t->masks, t->samples * t->mask_row);
+	}
 
 	ndup = t->samples * t->dup_pct / 100;
 	if (ndup >= t->samples)
@@ -667,6 +843,9 @@ static enum trainer_status trainer_dataset_init(struct trainer *t)
 		memcpy(t->data + dst * t->row, t->data + src * t->row, t->row);
 		memcpy(t->labels + dst * TRAINER_LABEL,
 		       t->labels + src * TRAINER_LABEL, TRAINER_LABEL);
+		if (t->mask_row)
+			memcpy(t->masks + dst * t->mask_row,
+			       t->masks + src * t->mask_row, t->mask_row);
 	}
 	t->unique = trainer_count_unique(t);
 	for (size_t i = 0; i < t->samples; i++)
@@ -685,9 +864,108 @@ out:
 static void trainer_dataset_release(struct trainer *t)
 {
 	trainer_host_free(t, &t->data);
+	trainer_host_free(t, &t->masks);
 	trainer_host_free(t, &t->labels);
 	free(t->order);
 	t->order = NULL;
+}
+
+/*
+ * Reserves n bytes (rounded up to the allocation granularity) of virtual
+ * address space for the run's device and backs it with physical memory,
+ * chunk bytes at a time (rounded up to the granularity; 0: all at once):
+ * each chunk is created (cuMemCreate), mapped (cuMemMap) and made
+ * read-write (cuMemSetAccess) in turn, the way PyTorch's expandable
+ * segments grow. After a failure trainer_vmm_release undoes what was made.
+ */
+static enum trainer_status trainer_vmm_alloc(struct trainer *t,
+					     struct trainer_vmm *v, size_t n,
+					     size_t chunk)
+{
+	enum trainer_status status = TRAINER_OK;
+	CUmemAllocationProp prop;
+	CUmemAccessDesc access;
+	size_t gran, count;
+
+	memset(&prop, 0, sizeof(prop));
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = t->device;
+	memset(&access, 0, sizeof(access));
+	access.location = prop.location;
+	access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	TRAINER_CU_CHECK(status, cuMemGetAllocationGranularity(&gran, &prop,
+			CU_MEM_ALLOC_GRANULARITY_RECOMMENDED), out);
+	v->size = (n + gran - 1) / gran * gran;
+	v->chunk = chunk ? (chunk + gran - 1) / gran * gran : v->size;
+	if (v->chunk > v->size)
+		v->chunk = v->size;
+	count = (v->size + v->chunk - 1) / v->chunk;
+	v->handles = calloc(count, sizeof(*v->handles));
+	if (!v->handles) {
+		status = trainer_no_memory("vmm handles");
+		goto out;
+	}
+	TRAINER_CU_CHECK(status, cuMemAddressReserve(&v->base, v->size, 0, 0, 0), out);
+	for (size_t i = 0; i < count; i++) {
+		CUdeviceptr at = v->base + i * v->chunk;
+		size_t k = v->size - i * v->chunk < v->chunk ?
+			   v->size - i * v->chunk : v->chunk;
+
+		TRAINER_CU_CHECK(status, cuMemCreate(&v->handles[i], k, &prop, 0), out);
+		v->created++;
+		TRAINER_CU_CHECK(status, cuMemMap(at, k, 0, v->handles[i], 0), out);
+		v->mapped++;
+		TRAINER_CU_CHECK(status, cuMemSetAccess(at, k, &access, 1), out);
+	}
+out:
+	return status;
+}
+
+/* Unmaps, releases and frees what trainer_vmm_alloc made, then resets v. */
+static void trainer_vmm_release(struct trainer_vmm *v)
+{
+	for (size_t i = 0; i < v->mapped; i++) {
+		size_t k = v->size - i * v->chunk < v->chunk ?
+			   v->size - i * v->chunk : v->chunk;
+
+		cuMemUnmap(v->base + i * v->chunk, k);
+	}
+	for (size_t i = 0; i < v->created; i++)
+		cuMemRelease(v->handles[i]);
+	if (v->base)
+		cuMemAddressFree(v->base, v->size);
+	free(v->handles);
+	memset(v, 0, sizeof(*v));
+}
+
+/* Allocates one device batch buffer of n bytes as --buffers says. */
+static enum trainer_status trainer_buffer_alloc(struct trainer *t,
+						struct trainer_vmm *v, size_t n,
+						void **out)
+{
+	enum trainer_status status = TRAINER_OK;
+
+	if (t->buffers == TRAINER_BUFFERS_VMM) {
+		status = trainer_vmm_alloc(t, v, n, 0);
+		if (!status)
+			*out = (void *)(uintptr_t)v->base;
+	} else {
+		TRAINER_CHECK(status, cudaMalloc(out, n), out);
+	}
+out:
+	return status;
+}
+
+/* Frees a buffer from trainer_buffer_alloc and resets the pointer. */
+static void trainer_buffer_free(struct trainer *t, struct trainer_vmm *v,
+				void **p)
+{
+	if (t->buffers == TRAINER_BUFFERS_VMM)
+		trainer_vmm_release(v);
+	else if (*p)
+		cudaFree(*p);
+	*p = NULL;
 }
 
 /*
@@ -730,10 +1008,12 @@ static enum trainer_status trainer_worker_init(struct trainer_worker *w,
 {
 	enum trainer_status status;
 	size_t data_bytes = t->batch * t->row;
+	size_t mask_bytes = t->batch * t->mask_row;
 	size_t label_bytes = t->batch * TRAINER_LABEL;
 
 	w->trainer = t;
 	w->index = index;
+	w->rng = t->seed ^ (0x61756d656e74ULL * (index + 1));
 	status = trainer_worker_init_streams(w);
 	if (status)
 		goto out;
@@ -749,17 +1029,35 @@ static enum trainer_status trainer_worker_init(struct trainer_worker *w,
 		if ((status = trainer_host_alloc(t, data_bytes, &s->data)) ||
 		    (status = trainer_host_alloc(t, label_bytes, &s->labels)))
 			goto out;
+		if (mask_bytes &&
+		    (status = trainer_host_alloc(t, mask_bytes, &s->masks)))
+			goto out;
 		TRAINER_CHECK(status, cudaEventCreateWithFlags(&s->copied,
 				cudaEventDisableTiming), out);
 	}
 	for (unsigned i = 0; i < 2 * t->ring; i++) {
 		struct trainer_devslot *d = &w->devslots[i];
 
-		TRAINER_CHECK(status, cudaMalloc(&d->data, data_bytes), out);
-		TRAINER_CHECK(status, cudaMalloc(&d->labels, label_bytes), out);
+		if ((status = trainer_buffer_alloc(t, &d->vmm[0], data_bytes, &d->data)) ||
+		    (status = trainer_buffer_alloc(t, &d->vmm[2], label_bytes, &d->labels)))
+			goto out;
+		if (mask_bytes &&
+		    (status = trainer_buffer_alloc(t, &d->vmm[1], mask_bytes, &d->masks)))
+			goto out;
+		if (!t->augment)
+			continue;
+		d->expect_data = malloc(data_bytes);
+		d->expect_masks = malloc(mask_bytes ? mask_bytes : 1);
+		if (!d->expect_data || !d->expect_masks) {
+			status = trainer_no_memory("expected bytes");
+			goto out;
+		}
 	}
 	if ((status = trainer_host_alloc(t, data_bytes, &w->check_data)) ||
 	    (status = trainer_host_alloc(t, label_bytes, &w->check_labels)))
+		goto out;
+	if (mask_bytes &&
+	    (status = trainer_host_alloc(t, mask_bytes, &w->check_masks)))
 		goto out;
 out:
 	return status;
@@ -775,6 +1073,7 @@ static void trainer_worker_release(struct trainer_worker *w)
 	if (w->slots) {
 		for (unsigned i = 0; i < t->ring; i++) {
 			trainer_host_free(t, &w->slots[i].data);
+			trainer_host_free(t, &w->slots[i].masks);
 			trainer_host_free(t, &w->slots[i].labels);
 			if (w->slots[i].copied)
 				cudaEventDestroy(w->slots[i].copied);
@@ -784,13 +1083,21 @@ static void trainer_worker_release(struct trainer_worker *w)
 	}
 	if (w->devslots) {
 		for (unsigned i = 0; i < 2 * t->ring; i++) {
-			cudaFree(w->devslots[i].data);
-			cudaFree(w->devslots[i].labels);
+			struct trainer_devslot *d = &w->devslots[i];
+
+			trainer_buffer_free(t, &d->vmm[0], &d->data);
+			trainer_buffer_free(t, &d->vmm[1], &d->masks);
+			trainer_buffer_free(t, &d->vmm[2], &d->labels);
+			free(d->expect_data);
+			d->expect_data = NULL;
+			free(d->expect_masks);
+			d->expect_masks = NULL;
 		}
 		free(w->devslots);
 		w->devslots = NULL;
 	}
 	trainer_host_free(t, &w->check_data);
+	trainer_host_free(t, &w->check_masks);
 	trainer_host_free(t, &w->check_labels);
 	if (w->owns_streams)
 		for (unsigned i = 0; i < w->nstreams; i++)
@@ -820,21 +1127,67 @@ static enum trainer_status trainer_copy(struct trainer *t, void *dst,
 }
 
 /*
- * Compares n bytes read back with the expected ones. On a difference prints
- * where (epoch, batch, byte offset within the copy, sample) and returns
- * TRAINER_MISMATCH. stride is the bytes per sample of this copy.
+ * Issues one host-to-device copy of count samples of stride bytes each,
+ * through the run's --copy-api route, on stream (the per-thread stream as
+ * stream 0 for a per-thread entry point taken at run time).
+ */
+static enum trainer_status trainer_upload(struct trainer *t, void *dst,
+					  const void *src, size_t stride,
+					  size_t count, cudaStream_t stream,
+					  const char *what)
+{
+	CUdeviceptr d = (CUdeviceptr)(uintptr_t)dst;
+	size_t n = stride * count;
+	char call[96];
+
+	switch (t->copy_api) {
+	case TRAINER_COPY_2D:
+		if (t->sync) {
+			snprintf(call, sizeof(call), "cudaMemcpy2D(%s)", what);
+			return trainer_cuda(cudaMemcpy2D(dst, stride, src, stride,
+							 stride, count, t->h2d_kind), call);
+		}
+		snprintf(call, sizeof(call), "cudaMemcpy2DAsync(%s)", what);
+		return trainer_cuda(cudaMemcpy2DAsync(dst, stride, src, stride, stride,
+						      count, t->h2d_kind, stream), call);
+	case TRAINER_COPY_DRIVER:
+		snprintf(call, sizeof(call), "cuMemcpyHtoDAsync(%s)", what);
+		return trainer_cu(cuMemcpyHtoDAsync(d, src, n, stream), call);
+	case TRAINER_COPY_DRIVER_SYNC:
+		snprintf(call, sizeof(call), "cuMemcpyHtoD(%s)", what);
+		return trainer_cu(cuMemcpyHtoD(d, src, n), call);
+	case TRAINER_COPY_GETPROC:
+	case TRAINER_COPY_ENTRYPOINT:
+		snprintf(call, sizeof(call), "cuMemcpyHtoDAsync entry point (%s)", what);
+		if (t->mode == TRAINER_STREAM_PTDS)
+			stream = NULL;
+		return trainer_cu(t->htod(d, src, n, stream), call);
+	case TRAINER_COPY_RUNTIME:
+		break;
+	}
+	return trainer_copy(t, dst, src, n, t->h2d_kind, stream, what);
+}
+
+/*
+ * Compares count samples of stride bytes read back with the expected ones:
+ * the uploaded bytes in expect when it is not NULL (augmented batches),
+ * else the samples of the dataset base in the epoch's order. On a
+ * difference prints where (epoch, batch, byte offset within the copy,
+ * sample) and returns TRAINER_MISMATCH.
  */
 static enum trainer_status trainer_compare(struct trainer *t, size_t batch,
 					   const char *what,
 					   const unsigned char *got,
 					   const unsigned char *base,
+					   const unsigned char *expect,
 					   size_t stride, size_t count)
 {
 	size_t first = batch * t->batch;
 
 	for (size_t j = 0; j < count; j++) {
 		size_t sample = t->order[first + j];
-		const unsigned char *want = base + sample * stride;
+		const unsigned char *want = expect ? expect + j * stride :
+					    base + sample * stride;
 		const unsigned char *have = got + j * stride;
 
 		if (!memcmp(want, have, stride))
@@ -871,6 +1224,13 @@ static enum trainer_status trainer_worker_verify(struct trainer_worker *w,
 			      t->d2h_kind, d->stream, "readback data");
 	if (status)
 		goto out;
+	if (t->mask_row) {
+		status = trainer_copy(t, w->check_masks, d->masks,
+				      d->count * t->mask_row, t->d2h_kind,
+				      d->stream, "readback masks");
+		if (status)
+			goto out;
+	}
 	status = trainer_copy(t, w->check_labels, d->labels,
 			      d->count * TRAINER_LABEL, t->d2h_kind, d->stream,
 			      "readback labels");
@@ -881,20 +1241,48 @@ static enum trainer_status trainer_worker_verify(struct trainer_worker *w,
 	    atomic_compare_exchange_strong(&t->corrupted, &expected, 1))
 		w->check_data[d->count * t->row / 2] ^= 0x5a;
 	status = trainer_compare(t, d->batch, "data", w->check_data, t->data,
-				 t->row, d->count);
+				 d->augmented ? d->expect_data : NULL, t->row,
+				 d->count);
 	if (status)
 		goto out;
+	if (t->mask_row) {
+		status = trainer_compare(t, d->batch, "masks", w->check_masks,
+					 t->masks,
+					 d->augmented ? d->expect_masks : NULL,
+					 t->mask_row, d->count);
+		if (status)
+			goto out;
+	}
 	status = trainer_compare(t, d->batch, "labels", w->check_labels,
-				 t->labels, TRAINER_LABEL, d->count);
+				 t->labels, NULL, TRAINER_LABEL, d->count);
 out:
 	return status;
 }
 
 /*
+ * Overwrites up to 16 of the n bytes at p, at a random place, with fresh
+ * random bytes: a row of 16 bytes or more so perturbed never repeats.
+ */
+static void trainer_perturb(uint64_t *rng, unsigned char *p, size_t n)
+{
+	size_t k = n < 16 ? n : 16;
+	size_t at = (size_t)trainer_rng_below(rng, n - k + 1);
+
+	trainer_rng_fill(rng, p + at, k);
+}
+
+/* Returns whether --augment perturbs the samples of the current epoch. */
+static int trainer_augmenting(const struct trainer *t)
+{
+	return t->augment < 0 || (t->augment > 0 && t->epoch <= (unsigned long)t->augment);
+}
+
+/*
  * Uploads one batch: waits until the staging slot's previous copies have
  * run, verifies the batch still held by the device slot, assembles the
- * samples into the staging slot, issues the two host-to-device copies, and
- * records the slot's event behind them.
+ * samples into the staging slot (perturbed when augmenting, the uploaded
+ * bytes then kept for verification), issues the host-to-device copies
+ * (rows, masks, labels), and records the slot's event behind them.
  */
 static enum trainer_status trainer_worker_batch(struct trainer_worker *w,
 						size_t batch)
@@ -911,19 +1299,40 @@ static enum trainer_status trainer_worker_batch(struct trainer_worker *w,
 		TRAINER_CHECK(status, cudaEventSynchronize(s->copied), out);
 	if (d->pending && (status = trainer_worker_verify(w, d)))
 		goto out;
+	d->augmented = trainer_augmenting(t);
 	for (size_t j = 0; j < count; j++) {
 		size_t sample = t->order[first + j];
 
 		memcpy(s->data + j * t->row, t->data + sample * t->row, t->row);
+		if (t->mask_row)
+			memcpy(s->masks + j * t->mask_row,
+			       t->masks + sample * t->mask_row, t->mask_row);
 		memcpy(s->labels + j * TRAINER_LABEL,
 		       t->labels + sample * TRAINER_LABEL, TRAINER_LABEL);
+		if (!d->augmented)
+			continue;
+		trainer_perturb(&w->rng, s->data + j * t->row, t->row);
+		if (t->mask_row)
+			trainer_perturb(&w->rng, s->masks + j * t->mask_row,
+					t->mask_row);
 	}
-	status = trainer_copy(t, d->data, s->data, count * t->row, t->h2d_kind,
-			      stream, "batch data");
+	if (d->augmented) {
+		memcpy(d->expect_data, s->data, count * t->row);
+		if (t->mask_row)
+			memcpy(d->expect_masks, s->masks, count * t->mask_row);
+	}
+	status = trainer_upload(t, d->data, s->data, t->row, count, stream,
+				"batch data");
 	if (status)
 		goto out;
-	status = trainer_copy(t, d->labels, s->labels, count * TRAINER_LABEL,
-			      t->h2d_kind, stream, "batch labels");
+	if (t->mask_row) {
+		status = trainer_upload(t, d->masks, s->masks, t->mask_row, count,
+					stream, "batch masks");
+		if (status)
+			goto out;
+	}
+	status = trainer_upload(t, d->labels, s->labels, TRAINER_LABEL, count,
+				stream, "batch labels");
 	if (status)
 		goto out;
 	TRAINER_CHECK(status, cudaEventRecord(s->copied, stream), out);
@@ -934,8 +1343,8 @@ static enum trainer_status trainer_worker_batch(struct trainer_worker *w,
 	d->pending = 1;
 	w->sequence++;
 	w->rows += count;
-	w->bytes += count * (t->row + TRAINER_LABEL);
-	w->copies += 2;
+	w->bytes += count * (t->row + t->mask_row + TRAINER_LABEL);
+	w->copies += t->mask_row ? 3 : 2;
 out:
 	return status;
 }
@@ -995,6 +1404,7 @@ static enum trainer_status trainer_alloc_mid(struct trainer *t)
 	unsigned char probe[1024];
 	size_t n = t->alloc_bytes, span = n;
 	size_t width, height, pitch;
+	CUdeviceptr dptr;
 
 	switch (t->alloc_api) {
 	case TRAINER_ALLOC_MALLOC:
@@ -1014,6 +1424,16 @@ static enum trainer_status trainer_alloc_mid(struct trainer *t)
 		TRAINER_CHECK(status, cudaMallocPitch(&t->alloc_ptr, &pitch,
 				width, height), out);
 		span = pitch * height;
+		break;
+	case TRAINER_ALLOC_DRIVER:
+		TRAINER_CU_CHECK(status, cuMemAlloc(&dptr, n), out);
+		t->alloc_ptr = (void *)(uintptr_t)dptr;
+		break;
+	case TRAINER_ALLOC_VMM:
+		status = trainer_vmm_alloc(t, &t->alloc_vmm, n, 1);
+		if (status)
+			goto out;
+		t->alloc_ptr = (void *)(uintptr_t)t->alloc_vmm.base;
 		break;
 	}
 	TRAINER_CHECK(status, cudaMemset(t->alloc_ptr, pattern, span), out);
@@ -1044,9 +1464,14 @@ out:
 /* Frees the --alloc-mid memory, if any, with the matching API. */
 static void trainer_alloc_mid_release(struct trainer *t)
 {
-	if (!t->alloc_ptr)
+	trainer_vmm_release(&t->alloc_vmm);
+	if (!t->alloc_ptr || t->alloc_api == TRAINER_ALLOC_VMM) {
+		t->alloc_ptr = NULL;
 		return;
-	if (t->alloc_api == TRAINER_ALLOC_ASYNC) {
+	}
+	if (t->alloc_api == TRAINER_ALLOC_DRIVER) {
+		cuMemFree((CUdeviceptr)(uintptr_t)t->alloc_ptr);
+	} else if (t->alloc_api == TRAINER_ALLOC_ASYNC) {
 		cudaFreeAsync(t->alloc_ptr, 0);
 		cudaStreamSynchronize(0);
 	} else {
@@ -1130,6 +1555,45 @@ out:
 	return status;
 }
 
+/*
+ * Takes the driver's cuMemcpyHtoDAsync at run time for driver-getproc
+ * (cuGetProcAddress_v2) and driver-entrypoint
+ * (cudaGetDriverEntryPointByVersion), asking for the per-thread entry
+ * point with --stream ptds and the legacy one otherwise.
+ */
+static enum trainer_status trainer_resolve_copy(struct trainer *t)
+{
+	enum trainer_status status = TRAINER_OK;
+	int per_thread = t->mode == TRAINER_STREAM_PTDS;
+	CUdriverProcAddressQueryResult cu_found = CU_GET_PROC_ADDRESS_SUCCESS;
+	enum cudaDriverEntryPointQueryResult rt_found = cudaDriverEntryPointSuccess;
+	void *fn = NULL;
+
+	if (t->copy_api == TRAINER_COPY_GETPROC) {
+		TRAINER_CU_CHECK(status, cuGetProcAddress("cuMemcpyHtoDAsync", &fn,
+				CUDA_VERSION, per_thread ?
+				CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM :
+				CU_GET_PROC_ADDRESS_LEGACY_STREAM, &cu_found), out);
+	} else if (t->copy_api == TRAINER_COPY_ENTRYPOINT) {
+		TRAINER_CHECK(status, cudaGetDriverEntryPointByVersion(
+				"cuMemcpyHtoDAsync", &fn, CUDA_VERSION, per_thread ?
+				cudaEnablePerThreadDefaultStream :
+				cudaEnableLegacyStream, &rt_found), out);
+	} else {
+		goto out;
+	}
+	if (!fn || cu_found != CU_GET_PROC_ADDRESS_SUCCESS ||
+	    rt_found != cudaDriverEntryPointSuccess) {
+		fprintf(stderr, "trainer: cuMemcpyHtoDAsync not found (status %d, %d)\n",
+			(int)cu_found, (int)rt_found);
+		status = TRAINER_CUDA;
+		goto out;
+	}
+	memcpy(&t->htod, &fn, sizeof(fn));
+out:
+	return status;
+}
+
 /* Sets up the device, the dataset and the workers for the run. */
 static enum trainer_status trainer_init(struct trainer *t)
 {
@@ -1137,6 +1601,8 @@ static enum trainer_status trainer_init(struct trainer *t)
 
 	*(void **)&t->counter = dlsym(RTLD_DEFAULT, "fakecuda_counter");
 	TRAINER_CHECK(status, cudaSetDevice(t->device), out);
+	if ((status = trainer_resolve_copy(t)))
+		goto out;
 	if ((status = trainer_dataset_init(t)))
 		goto out;
 	t->nworkers = t->mode == TRAINER_STREAM_THREADS ? t->nthreads : 1;
