@@ -19,8 +19,8 @@
  * Each repetition runs the configuration once for every thread count of
  * --threads (VRAMPOOL_THREADS, in alternating order from one repetition to
  * the next, so that the pairs see the same machine state), then measures
- * the baselines over one epoch of the same batches, each batch freshly
- * assembled (warm in cache, as it is when pool_copy sees it):
+ * the baselines over one epoch of the same batches, each batch assembled
+ * again before each of them (as warm in cache as when pool_copy sees it):
  *   hash    fingerprint_rows of the batch with one thread (the hash time of
  *           its rows: the shim's own fingerprint)
  *   xxh3    keyed XXH3-128 of the batch as one buffer, one thread
@@ -339,26 +339,26 @@ static void bench_baseline(struct bench *b, uint64_t seed, struct bench_base *ou
 	fingerprint_init(1);
 	shuffle(b->order, b->samples, &s);
 	for (uint64_t k = 0; k < nbatches; k++) {
-		uint64_t n = assemble(b, k, b->staging[0]), t[4], c[4];
-		struct fp x;
+		uint64_t n = 0, t0, c0;
+		struct fp x = { 0, 0 };
 
-		t[0] = now_ns();
-		c[0] = cpu_ns();
-		fingerprint_rows(b->staging[0], b->row, b->whole ? 1 : n, b->fps);
-		t[1] = now_ns();
-		c[1] = cpu_ns();
-		x = fingerprint_one(b->staging[0], n * b->row);
-		t[2] = now_ns();
-		c[2] = cpu_ns();
-		memcpy(b->scratch, b->staging[0], n * b->row);
-		__asm__ __volatile__("" : : "r"(b->scratch) : "memory");
-		t[3] = now_ns();
-		c[3] = cpu_ns();
-		sink += x.lo + b->fps[0].lo + b->scratch[n * b->row - 1];
+		/* Each measurement sees the batch just assembled, as pool_copy does. */
 		for (int i = 0; i < 3; i++) {
-			wall[i] += t[i + 1] - t[i];
-			cpu[i] += c[i + 1] - c[i];
+			n = assemble(b, k, b->staging[0]);
+			t0 = now_ns();
+			c0 = cpu_ns();
+			if (i == 0) {
+				fingerprint_rows(b->staging[0], b->row, b->whole ? 1 : n, b->fps);
+			} else if (i == 1) {
+				x = fingerprint_one(b->staging[0], n * b->row);
+			} else {
+				memcpy(b->scratch, b->staging[0], n * b->row);
+				__asm__ __volatile__("" : : "r"(b->scratch) : "memory");
+			}
+			wall[i] += now_ns() - t0;
+			cpu[i] += cpu_ns() - c0;
 		}
+		sink += x.lo + b->fps[0].lo + b->scratch[n * b->row - 1];
 		bytes += n * b->row;
 		rows += b->whole ? 1 : n;
 	}
