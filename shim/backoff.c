@@ -46,7 +46,8 @@ int backoff_full(struct backoff *b, int can_admit, uint64_t bytes, uint64_t hit_
 	b->win_copies++;
 	b->win_bytes += bytes;
 	b->win_hit_bytes += hit_bytes;
-	if (b->win_copies < BACKOFF_WINDOW)
+	if (b->win_copies < BACKOFF_WINDOW &&
+	    (b->win_copies < BACKOFF_WINDOW_MIN || b->win_bytes < BACKOFF_WINDOW_BYTES))
 		return 0;
 	/* Under 1% of the window's bytes came from the pool: stand down. */
 	if (b->win_hit_bytes * 100 < b->win_bytes) {

@@ -5,7 +5,9 @@
  * The pool pays host time for every row it fingerprints. That pays off
  * only if rows repeat and the pool holds them. When the pool can admit
  * nothing more (full, latched, or a budget below one row) and the rows of
- * the last BACKOFF_WINDOW copies hit in under 1% of their bytes (rows that
+ * the last BACKOFF_WINDOW copies (or of the last BACKOFF_WINDOW_BYTES, at
+ * least BACKOFF_WINDOW_MIN copies: big rows come few per epoch) hit in
+ * under 1% of their bytes (rows that
  * never repeat: random crops, flips, float normalisation on the host),
  * pooling stands down: matched copies go straight through, counted but not
  * fingerprinted. One copy in BACKOFF_SAMPLE_EVERY is still sampled: a few
@@ -34,6 +36,8 @@
 #include <stdint.h>
 
 #define BACKOFF_WINDOW 32               /* copies judged before standing down */
+#define BACKOFF_WINDOW_BYTES (256ULL << 20) /* or bytes, */
+#define BACKOFF_WINDOW_MIN 4            /* in at least this many copies */
 #define BACKOFF_SAMPLE_EVERY 8          /* while down: one copy in this many is sampled */
 #define BACKOFF_SAMPLE_ROWS 16          /* rows fingerprinted in a sampled copy, at most */
 #define BACKOFF_RESUME_ROWS 32          /* sampled rows judged before resuming */

@@ -589,6 +589,26 @@ struct fc_hostrange *fc_host_find_locked(const void *p)
 	return NULL;
 }
 
+int fc_mem_extent(const void *p, int *dev, const char **lo, const char **hi)
+{
+	int d = dev_of(p);
+	long i;
+	int err = -ENOENT;
+
+	if (d < 0)
+		return -ENOENT;
+	pthread_mutex_lock(&fc.lock);
+	i = block_find_locked(d, p);
+	if (i >= 0) {
+		*dev = d;
+		*lo = fc.dev[d].none_base + fc.dev[d].blocks[i].off;
+		*hi = *lo + fc.dev[d].blocks[i].asked;
+		err = 0;
+	}
+	pthread_mutex_unlock(&fc.lock);
+	return err;
+}
+
 int fc_mem_classify(const void *p, size_t n, int *dev)
 {
 	int d = dev_of(p);

@@ -240,6 +240,9 @@ int fc_api_enter(const char *name);
 /* Classifies [p, p+n): returns the kind; for FC_DEVICE checks that the range
  * lies inside one allocation (else -EINVAL), sets *dev when not NULL. */
 int fc_mem_classify(const void *p, size_t n, int *dev);
+/* The requested extent [*lo, *hi) of the arena allocation holding p and its
+ * device: 0, or -ENOENT (not arena device memory: managed, VMM, host). */
+int fc_mem_extent(const void *p, int *dev, const char **lo, const char **hi);
 /* Translates a device address to the workers' view; other addresses are
  * returned unchanged. Takes no lock. */
 void *fc_dev_rw(const void *p);

@@ -205,13 +205,29 @@ static CUresult gather_fault(const char *fmt, ...)
 	return CUDA_ERROR_INVALID_VALUE;
 }
 
+/* The last arena allocation a range was found in (a launch's entries mostly share two). */
+struct range_cache {
+	const char *lo, *hi;
+};
+
 /* Says whether [p, p + n) lies inside one allocation the kernel on device
  * DEV may touch: device memory of DEV, or managed memory. */
-static int range_ok(uint64_t p, uint64_t n, int dev)
+static int range_ok(uint64_t p, uint64_t n, int dev, struct range_cache *c)
 {
-	int d = -1;
-	int kind = fc_mem_classify((const void *)(uintptr_t)p, (size_t)n, &d);
+	const char *a = (const char *)(uintptr_t)p;
+	const char *lo, *hi;
+	int d = -1, kind;
 
+	if (c->lo && a >= c->lo && a < c->hi && n <= (uint64_t)(c->hi - a))
+		return 1;
+	if (fc_mem_extent(a, &d, &lo, &hi) == 0) {
+		if (d != dev || n > (uint64_t)(hi - a))
+			return 0;
+		c->lo = lo;
+		c->hi = hi;
+		return 1;
+	}
+	kind = fc_mem_classify(a, (size_t)n, &d);
 	return (kind == FC_DEVICE && d == dev) || kind == FC_MANAGED;
 }
 
@@ -224,6 +240,7 @@ static int range_ok(uint64_t p, uint64_t n, int dev)
 static CUresult gather_check(const struct fc_gather *g, int dev)
 {
 	struct span *w, *r;
+	struct range_cache slabs = { 0 }, dsts = { 0 };
 	uint64_t n, off;
 	uint32_t i, nspans = 0;
 	CUresult res = CUDA_SUCCESS;
@@ -248,13 +265,13 @@ static CUresult gather_check(const struct fc_gather *g, int dev)
 					   i, nrows, (unsigned long long)g->row);
 			goto out_free;
 		}
-		if (!range_ok(e->slab, n, dev)) {
+		if (!range_ok(e->slab, n, dev, &slabs)) {
 			res = gather_fault("entry %u: slab range 0x%llx + %llu is not inside one "
 					   "allocation of device %d", i, (unsigned long long)e->slab,
 					   (unsigned long long)n, dev);
 			goto out_free;
 		}
-		if (!range_ok(dst, n, dev)) {
+		if (!range_ok(dst, n, dev, &dsts)) {
 			res = gather_fault("entry %u: destination rows %u..%u (0x%llx + %llu) are not "
 					   "inside one allocation of device %d", i, e->dst_row,
 					   e->dst_row + nrows - 1, (unsigned long long)dst,

@@ -34,6 +34,21 @@ static void test_stands_down(void)
 	CU_ASSERT_EQUAL(b.stand_downs, 1);
 }
 
+/* Big rows come few per epoch: a window of bytes judges them sooner. */
+static void test_big_rows_judged_by_bytes(void)
+{
+	struct backoff b;
+	int events = 0;
+
+	memset(&b, 0, sizeof(b));
+	for (int i = 0; i < BACKOFF_WINDOW_MIN; i++) {
+		CU_ASSERT_EQUAL(backoff_route(&b, 0), BACKOFF_FULL);
+		events += backoff_full(&b, 0, 64ULL << 20, 0);
+	}
+	CU_ASSERT_EQUAL(events, 1);
+	CU_ASSERT_TRUE(b.down);
+}
+
 static void test_hits_keep_pooling(void)
 {
 	struct backoff b;
@@ -113,6 +128,7 @@ int main(void)
 	s = CU_add_suite("backoff", NULL, NULL);
 	CU_add_test(s, "a full pool whose rows never hit stands down after one window", test_stands_down);
 	CU_add_test(s, "a full pool that serves 2% of bytes keeps pooling", test_hits_keep_pooling);
+	CU_add_test(s, "a few copies of big rows that never hit are judged by their bytes", test_big_rows_judged_by_bytes);
 	CU_add_test(s, "a stood-down pool samples one copy in N and resumes when rows repeat", test_samples_and_resumes);
 	CU_add_test(s, "a pool that can admit again resumes at once", test_admit_again_resumes);
 	CU_add_test(s, "rows that repeat but never hit refresh the pool, with growing evidence", test_stale_pool_refreshes);
