@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #include "stats.h"
 
 #define DEVICE_MAX 64
+#define DEVICE_LOAD_WAIT_MS 2000   /* how long a caller waits for another thread loading the driver */
 
 /* The gather kernel's PTX text, NUL-terminated (shim/gather_ptx.S embeds build/shim/gather.ptx). */
 extern const char vrampool_gather_ptx[] __attribute__((visibility("hidden")));
@@ -223,9 +225,8 @@ static void device_load(void)
 
 /*
  * The first caller loads the driver; a caller that finds another thread
- * loading it does not wait (-EAGAIN: that thread may be waiting for the
- * dynamic linker's lock, which this one may hold in a library constructor
- * that made a CUDA call), and the shim passes its call through.
+ * loading it waits at most DEVICE_LOAD_WAIT_MS, then gets -EAGAIN and the
+ * shim passes its call through (see below).
  */
 int device_open(void)
 {
@@ -240,7 +241,23 @@ int device_open(void)
 		atomic_store_explicit(&device_state, device_loaded == 1 ? 2 : -1, memory_order_release);
 		return device_loaded == 1 ? 0 : -ENOSYS;
 	}
-	return atomic_load_explicit(&device_state, memory_order_acquire) == 2 ? 0 : -EAGAIN;
+	/*
+	 * Another thread is loading it: wait for it, but boundedly. It may be
+	 * blocked on the dynamic linker's lock held by this thread (a library
+	 * constructor that calls CUDA); then, after DEVICE_LOAD_WAIT_MS, this
+	 * call passes through instead of deadlocking.
+	 */
+	for (int i = 0; i < DEVICE_LOAD_WAIT_MS * 10; i++) {
+		struct timespec ts = { 0, 100000 };
+
+		st = atomic_load_explicit(&device_state, memory_order_acquire);
+		if (st == 2)
+			return 0;
+		if (st < 0)
+			return -ENOSYS;
+		nanosleep(&ts, NULL);
+	}
+	return -EAGAIN;
 }
 
 static int device_err(CUresult r)

@@ -205,7 +205,7 @@ void stats_get_text(enum stats_text which, char *buf, size_t len)
 		stats_text_copy(buf, field, n);
 		atomic_thread_fence(memory_order_acquire);
 		s2 = atomic_load_explicit(&stats_global.text_seq, memory_order_relaxed);
-		if (s1 == s2)
+		if (s1 == s2 && !(s1 & 1))
 			break;
 		if (tries >= STATS_TEXT_TRIES) {
 			/*
