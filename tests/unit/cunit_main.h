@@ -10,8 +10,10 @@
  *   0  every test was registered, ran and passed;
  *   1  a test failed, or the suite's init or clean failed (CU_basic says
  *      which; a suite whose init fails runs no test but still fails);
- *   2  the suite could not be registered or run: said on stderr, and no
- *      summary is printed, so scripts/test.sh counts it as a failure too.
+ *   2  the suite or a test could not be registered (a test without a
+ *      function, a sentence said twice, no tests at all): said on stderr;
+ *      no test runs and no summary is printed, which scripts/test.sh
+ *      counts as a failure too.
  *
  * Included by one .c per program: the function is static inline.
  */
@@ -20,6 +22,7 @@
 
 #include <CUnit/Basic.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 /*
@@ -41,7 +44,21 @@ struct cunit_suite {
 	void (*after)(void);		/* NULL: nothing */
 };
 
-/* Adds SUITE's tests to a new registry; returns 0 or -1, said on stderr. */
+/* Whether the sentence of T is one of the rows of TESTS before it. */
+static inline int cunit_said_before(const CU_TestInfo *tests, const CU_TestInfo *t)
+{
+	for (; tests < t; tests++)
+		if (strcmp(tests->pName, t->pName) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * Adds SUITE's tests to a new registry; returns 0 or -1, said on stderr.
+ * CU_add_test refuses a test without a function; a sentence said twice
+ * (which CUnit 2.1 would take, giving two results of one name) and a
+ * suite without tests are refused here.
+ */
 static inline int cunit_suite_register(const struct cunit_suite *suite)
 {
 	const CU_TestInfo *t;
@@ -57,6 +74,10 @@ static inline int cunit_suite_register(const struct cunit_suite *suite)
 		return -1;
 	}
 	for (t = suite->tests; t->pName; t++) {
+		if (cunit_said_before(suite->tests, t)) {
+			fprintf(stderr, "%s: cannot register the test \"%s\": said twice\n", suite->name, t->pName);
+			return -1;
+		}
 		if (!CU_add_test(s, t->pName, t->pTestFunc)) {
 			fprintf(stderr, "%s: cannot register the test \"%s\": %s\n", suite->name, t->pName,
 				CU_get_error_msg());
