@@ -129,7 +129,7 @@ TOOLTEST_OBJ := $(filter-out $(B)/unit/tool/main.o,$(TOOL_SRC:analysis/%.c=$(B)/
 $(B)/unit/tool/%.o: analysis/%.c $(wildcard analysis/*.h) | $(B)/unit/tool
 	$(CC) $(CFLAGS_COMMON) $(UNITSAN) -Ishim $(CAIRO_CFLAGS) -DVRAMPOOL_VERSION='"$(VERSION)"' -c -o $@ $<
 
-$(B)/unit/test_tool_%: tests/tool/test_%.c $(TOOLTEST_OBJ)
+$(B)/unit/test_tool_%: tests/tool/test_%.c tests/unit/cunit_main.h $(TOOLTEST_OBJ)
 	$(CC) $(CFLAGS_COMMON) $(UNITSAN) -Ianalysis -Ishim $(CAIRO_CFLAGS) -o $@ $< $(TOOLTEST_OBJ) \
 		-lcunit $(TOOL_LIBS)
 
@@ -153,7 +153,7 @@ APP_LDFLAGS := $(CUDALIB) -Wl,-z,now -pthread
 FAKECHECK_SRC := $(wildcard tests/fakecuda/check/*.c)
 FAKECHECK_BIN := $(FAKECHECK_SRC:tests/fakecuda/check/%.c=$(B)/fakecuda/check/%)
 
-$(B)/fakecuda/check/%: tests/fakecuda/check/%.c tests/fakecuda/check/harness.h | $(B)/fakecuda/check
+$(B)/fakecuda/check/%: tests/fakecuda/check/%.c tests/fakecuda/check/harness.h tests/unit/cunit_main.h | $(B)/fakecuda/check
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< $(APP_LDFLAGS) -lcudart -L$(CUDA_HOME)/lib64/stubs -lcuda -lcunit -ldl
 
 # ---- test programs ----------------------------------------------------------

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../unit/cunit_main.h"
 #include "dump.h"
 #include "loader.h"
 #include "vrampool.h"
@@ -391,46 +392,45 @@ static void test_not_a_pyenv_shim(void)
 	CU_ASSERT_EQUAL(loader_pyenv_resolve(path, out, sizeof(out), how, sizeof(how)), -EINVAL);
 }
 
+static const CU_TestInfo tests[] = {
+	{ "control characters are escaped for the terminal", test_escape_controls },
+	{ "C1 controls and bidirectional overrides are escaped", test_escape_c1_and_bidi },
+	{ "valid UTF-8 stays, broken UTF-8 is escaped", test_escape_keeps_utf8 },
+	{ "an escaped text too long is cut with an ellipsis", test_escape_cuts_long_text },
+	{ "byte counts are formatted up to 2^64", test_format_bytes },
+	{ "a number of 2^64 or more in a dump is an error naming it", test_dump_number_too_large },
+	{ "a negative count or a fraction in a dump is an error", test_dump_negative_and_fraction },
+	{ "an integral real in a dump is read as a count", test_dump_integral_real_is_a_count },
+	{ "off and on come from mode, or from enabled in old dumps", test_dump_old_and_new_modes },
+	{ "a dump is labelled by rank, else pid, else file", test_dump_labels },
+	{ "a long what-if curve is thinned, its ends kept, and read between points",
+	  test_dump_curve_thinned_and_read },
+	{ "a malformed what-if curve is an error", test_dump_bad_curve },
+	{ "a path in an error message is escaped", test_dump_path_escaped_in_errors },
+	{ "a telemetry line cut short at the end is skipped", test_telemetry_cut_last_line },
+	{ "a bad telemetry line is an error with its line number", test_telemetry_bad_line_named },
+	{ "single rows never hit are blamed on a layout of several samples",
+	  test_reason_several_samples },
+	{ "a pool that stood down is blamed on rows that never repeat",
+	  test_reason_rows_never_repeat },
+	{ "a budget far below the unique set says what a bigger one would serve",
+	  test_reason_budget_far_below },
+	{ "a FIFO, a directory and a device are refused without blocking",
+	  test_open_regular_refuses_fifo },
+	{ "a #! line names its interpreter, through env too", test_script_interpreter },
+	{ "a pyenv shim resolves to the interpreter pyenv would run", test_pyenv_shim_resolved },
+	{ "a plain shell script is not a pyenv shim", test_not_a_pyenv_shim },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "the vrampool command's libraries",
+	.init = suite_init,
+	.clean = suite_clean,
+	.tests = tests,
+};
+
 int main(void)
 {
-	CU_pSuite s;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("the vrampool command's libraries", suite_init, suite_clean);
-	CU_add_test(s, "control characters are escaped for the terminal", test_escape_controls);
-	CU_add_test(s, "C1 controls and bidirectional overrides are escaped", test_escape_c1_and_bidi);
-	CU_add_test(s, "valid UTF-8 stays, broken UTF-8 is escaped", test_escape_keeps_utf8);
-	CU_add_test(s, "an escaped text too long is cut with an ellipsis", test_escape_cuts_long_text);
-	CU_add_test(s, "byte counts are formatted up to 2^64", test_format_bytes);
-	CU_add_test(s, "a number of 2^64 or more in a dump is an error naming it", test_dump_number_too_large);
-	CU_add_test(s, "a negative count or a fraction in a dump is an error", test_dump_negative_and_fraction);
-	CU_add_test(s, "an integral real in a dump is read as a count", test_dump_integral_real_is_a_count);
-	CU_add_test(s, "off and on come from mode, or from enabled in old dumps", test_dump_old_and_new_modes);
-	CU_add_test(s, "a dump is labelled by rank, else pid, else file", test_dump_labels);
-	CU_add_test(s, "a long what-if curve is thinned, its ends kept, and read between points",
-		    test_dump_curve_thinned_and_read);
-	CU_add_test(s, "a malformed what-if curve is an error", test_dump_bad_curve);
-	CU_add_test(s, "a path in an error message is escaped", test_dump_path_escaped_in_errors);
-	CU_add_test(s, "a telemetry line cut short at the end is skipped", test_telemetry_cut_last_line);
-	CU_add_test(s, "a bad telemetry line is an error with its line number", test_telemetry_bad_line_named);
-	CU_add_test(s, "single rows never hit are blamed on a layout of several samples",
-		    test_reason_several_samples);
-	CU_add_test(s, "a pool that stood down is blamed on rows that never repeat",
-		    test_reason_rows_never_repeat);
-	CU_add_test(s, "a budget far below the unique set says what a bigger one would serve",
-		    test_reason_budget_far_below);
-	CU_add_test(s, "a FIFO, a directory and a device are refused without blocking",
-		    test_open_regular_refuses_fifo);
-	CU_add_test(s, "a #! line names its interpreter, through env too", test_script_interpreter);
-	CU_add_test(s, "a pyenv shim resolves to the interpreter pyenv would run", test_pyenv_shim_resolved);
-	CU_add_test(s, "a plain shell script is not a pyenv shim", test_not_a_pyenv_shim);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	{
-		unsigned failed = CU_get_number_of_failures();
-
-		CU_cleanup_registry();
-		return failed ? 1 : 0;
-	}
+	return cunit_suite_main(&suite);
 }

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cunit_main.h"
 #include "autolayout.h"
 
 #define MiB (1ull << 20)
@@ -737,52 +738,48 @@ static void test_forked_child(void)
 	autolayout_reset();
 }
 
+static const CU_TestInfo tests[] = {
+	{ "3072-byte samples in batches of 64 are found at the first copy of epoch 2",
+	  test_trainer_3072 },
+	{ "150528-byte samples in batches of 32 and 64 are found at the first copy of epoch 2",
+	  test_trainer_150528 },
+	{ "duplicate samples inside the first epoch do not change the row found", test_duplicates },
+	{ "a dataset smaller than one batch is found from its second copy",
+	  test_smaller_than_a_batch },
+	{ "with batches of one sample the copy size is the row", test_batch_of_one },
+	{ "a row among many divisors of the copy size is found", test_many_divisors },
+	{ "a prime row size is found", test_prime_row },
+	{ "a row of 16 times an odd number of bytes is found", test_odd_image_row },
+	{ "two families in separate copies are both found", test_two_families },
+	{ "samples with identical first bytes (black borders) are found at their size",
+	  test_black_borders },
+	{ "all-zero samples give a layout whose rows repeat", test_all_zero_samples },
+	{ "offloaded weights re-uploaded every step are found as whole copies", test_weights },
+	{ "random augmentation is stated as NOTHING after a bounded observation",
+	  test_random_augmentation },
+	{ "NOTHING is not final: rows that start repeating later are found",
+	  test_nothing_is_not_final },
+	{ "POOL mode stops observing after FOUND", test_pool_mode_stops_after_found },
+	{ "SUGGEST mode finds the row of a three-epoch run", test_suggest_finds_the_row },
+	{ "SUGGEST mode observes a bounded share of the bytes", test_suggest_share_is_bounded },
+	{ "nothing is decided during the first epoch", test_looking_before_the_second_epoch },
+	{ "copies under the smallest row are ignored", test_small_copies_are_ignored },
+	{ "reset forgets everything", test_reset_forgets },
+	{ "copies of ever-changing sizes neither hold up the decision nor grow memory",
+	  test_changing_sizes },
+	{ "concurrent observers skip a busy module and leave it consistent",
+	  test_concurrent_observers },
+	{ "a forked child forgets the parent's observations and finds the row itself",
+	  test_forked_child },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "autolayout",
+	.tests = tests,
+};
+
 int main(void)
 {
-	CU_pSuite s;
-	int failures;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("autolayout", NULL, NULL);
-	CU_add_test(s, "3072-byte samples in batches of 64 are found at the first copy of epoch 2",
-		    test_trainer_3072);
-	CU_add_test(s, "150528-byte samples in batches of 32 and 64 are found at the first copy of epoch 2",
-		    test_trainer_150528);
-	CU_add_test(s, "duplicate samples inside the first epoch do not change the row found",
-		    test_duplicates);
-	CU_add_test(s, "a dataset smaller than one batch is found from its second copy",
-		    test_smaller_than_a_batch);
-	CU_add_test(s, "with batches of one sample the copy size is the row", test_batch_of_one);
-	CU_add_test(s, "a row among many divisors of the copy size is found", test_many_divisors);
-	CU_add_test(s, "a prime row size is found", test_prime_row);
-	CU_add_test(s, "a row of 16 times an odd number of bytes is found", test_odd_image_row);
-	CU_add_test(s, "two families in separate copies are both found", test_two_families);
-	CU_add_test(s, "samples with identical first bytes (black borders) are found at their size",
-		    test_black_borders);
-	CU_add_test(s, "all-zero samples give a layout whose rows repeat", test_all_zero_samples);
-	CU_add_test(s, "offloaded weights re-uploaded every step are found as whole copies",
-		    test_weights);
-	CU_add_test(s, "random augmentation is stated as NOTHING after a bounded observation",
-		    test_random_augmentation);
-	CU_add_test(s, "NOTHING is not final: rows that start repeating later are found",
-		    test_nothing_is_not_final);
-	CU_add_test(s, "POOL mode stops observing after FOUND", test_pool_mode_stops_after_found);
-	CU_add_test(s, "SUGGEST mode finds the row of a three-epoch run", test_suggest_finds_the_row);
-	CU_add_test(s, "SUGGEST mode observes a bounded share of the bytes",
-		    test_suggest_share_is_bounded);
-	CU_add_test(s, "nothing is decided during the first epoch", test_looking_before_the_second_epoch);
-	CU_add_test(s, "copies under the smallest row are ignored", test_small_copies_are_ignored);
-	CU_add_test(s, "reset forgets everything", test_reset_forgets);
-	CU_add_test(s, "copies of ever-changing sizes neither hold up the decision nor grow memory",
-		    test_changing_sizes);
-	CU_add_test(s, "concurrent observers skip a busy module and leave it consistent",
-		    test_concurrent_observers);
-	CU_add_test(s, "a forked child forgets the parent's observations and finds the row itself",
-		    test_forked_child);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = (int)CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failures ? 1 : 0;
+	return cunit_suite_main(&suite);
 }

@@ -5,6 +5,7 @@
 #include <CUnit/Basic.h>
 #include <string.h>
 
+#include "cunit_main.h"
 #include "backoff.h"
 
 /* Feeds n full-path copies of 100 bytes with hit bytes each. Returns stand-downs seen. */
@@ -118,23 +119,24 @@ static void test_admit_again_resumes(void)
 	CU_ASSERT_FALSE(b.down);
 }
 
+static const CU_TestInfo tests[] = {
+	{ "a full pool whose rows never hit stands down after one window", test_stands_down },
+	{ "a full pool that serves 2% of bytes keeps pooling", test_hits_keep_pooling },
+	{ "a few copies of big rows that never hit are judged by their bytes", test_big_rows_judged_by_bytes },
+	{ "a stood-down pool samples one copy in N and resumes when rows repeat",
+	  test_samples_and_resumes },
+	{ "a pool that can admit again resumes at once", test_admit_again_resumes },
+	{ "rows that repeat but never hit refresh the pool, with growing evidence",
+	  test_stale_pool_refreshes },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "backoff",
+	.tests = tests,
+};
+
 int main(void)
 {
-	CU_pSuite s;
-	int failed;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("backoff", NULL, NULL);
-	CU_add_test(s, "a full pool whose rows never hit stands down after one window", test_stands_down);
-	CU_add_test(s, "a full pool that serves 2% of bytes keeps pooling", test_hits_keep_pooling);
-	CU_add_test(s, "a few copies of big rows that never hit are judged by their bytes", test_big_rows_judged_by_bytes);
-	CU_add_test(s, "a stood-down pool samples one copy in N and resumes when rows repeat", test_samples_and_resumes);
-	CU_add_test(s, "a pool that can admit again resumes at once", test_admit_again_resumes);
-	CU_add_test(s, "rows that repeat but never hit refresh the pool, with growing evidence", test_stale_pool_refreshes);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = (int)CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return cunit_suite_main(&suite);
 }

@@ -5,6 +5,7 @@
 #include <CUnit/Basic.h>
 #include <string.h>
 
+#include "cunit_main.h"
 #include "budget.h"
 #include "config.h"
 
@@ -118,21 +119,22 @@ static void test_slab_size(void)
 	CU_ASSERT_EQUAL(budget_slab_size(64 * MIB, 3072, 3072), 3072);
 }
 
+static const CU_TestInfo tests[] = {
+	{ "auto is free memory less the reserve and the margin, and says which took it",
+	  test_auto },
+	{ "sizes and shares are honoured down to one row, capped at free memory",
+	  test_sizes_and_shares },
+	{ "a dormant budget is explained with the variable to set", test_explain },
+	{ "a slab is at most the slab size and what the budget still allows", test_slab_size },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "budget",
+	.tests = tests,
+};
+
 int main(void)
 {
-	CU_pSuite s;
-	int failed;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("budget", NULL, NULL);
-	CU_add_test(s, "auto is free memory less the reserve and the margin, and says which took it", test_auto);
-	CU_add_test(s, "sizes and shares are honoured down to one row, capped at free memory", test_sizes_and_shares);
-	CU_add_test(s, "a dormant budget is explained with the variable to set", test_explain);
-	CU_add_test(s, "a slab is at most the slab size and what the budget still allows", test_slab_size);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = (int)CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return cunit_suite_main(&suite);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cunit_main.h"
 #include "classify.h"
 #include "device.h"
 #include "layout.h"
@@ -220,22 +221,24 @@ static int t_suite_init(void)
 	return 0;
 }
 
+static const CU_TestInfo tests[] = {
+	{ "a matched copy from host memory into device memory goes to the pool", test_pooled },
+	{ "streams map to the driver's handles and a capturing stream is left alone",
+	  test_streams },
+	{ "every copy that passes through says why", test_passthrough_reasons },
+	{ "copies that are not host-to-device are none of the shim's business",
+	  test_not_host_to_device },
+	{ "a thread without a context passes its copies through", test_no_context },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "classify",
+	.init = t_suite_init,
+	.tests = tests,
+};
+
 int main(void)
 {
-	CU_pSuite s;
-	int failed;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("classify", t_suite_init, NULL);
-	CU_add_test(s, "a matched copy from host memory into device memory goes to the pool", test_pooled);
-	CU_add_test(s, "streams map to the driver's handles and a capturing stream is left alone", test_streams);
-	CU_add_test(s, "every copy that passes through says why", test_passthrough_reasons);
-	CU_add_test(s, "copies that are not host-to-device are none of the shim's business", test_not_host_to_device);
-	CU_add_test(s, "a thread without a context passes its copies through", test_no_context);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = (int)CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return cunit_suite_main(&suite);
 }

@@ -13,6 +13,7 @@
 
 #include <CUnit/Basic.h>
 
+#include "cunit_main.h"
 #include "config.h"
 #include "log.h"
 
@@ -536,38 +537,38 @@ static void test_stats_path_expansion(void)
 	CU_ASSERT(strchr(out + 5, '/') == NULL);
 }
 
+static const CU_TestInfo tests[] = {
+	{ "with nothing set the defaults of DESIGN.md hold", test_defaults },
+	{ "an empty value counts as unset", test_empty_is_unset },
+	{ "VRAMPOOL takes on, off, 1 and 0, and off is silent pass-through", test_switch },
+	{ "VRAMPOOL_LAYOUT is parsed and a bad one is reported", test_layout_var },
+	{ "VRAMPOOL_BUDGET takes auto, a size or a share", test_budget },
+	{ "the count variables take integers in their ranges", test_counts },
+	{ "VRAMPOOL_MARGIN and VRAMPOOL_SLAB take sizes in their ranges", test_sizes },
+	{ "VRAMPOOL_STATS, VRAMPOOL_VERBOSE and VRAMPOOL_QUIET are read", test_stats_and_flags },
+	{ "verbose and quiet hold when other variables are bad",
+	  test_flags_hold_when_others_are_bad },
+	{ "VRAMPOOL=off with a layout is pass-through without complaint", test_off_with_layout },
+	{ "a value with a newline cannot forge a second line", test_value_is_one_line },
+	{ "sizes take binary suffixes and refuse junk and overflow", test_parse_size },
+	{ "%p in the stats path becomes the pid, %r the rank, %h the host",
+	  test_stats_path_expansion },
+	{ "VRAMPOOL_WHATIF_MEM takes a size from 16K to 1T", test_whatif_mem },
+	{ "the rank is RANK, else LOCAL_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID, else 0",
+	  test_rank_selection },
+	{ "path variables come through their own getter (secure_getenv in the shim)",
+	  test_paths_come_from_their_own_getter },
+	{ "%r and %h expand, and a host name cannot leave the directory",
+	  test_expand_rank_and_host },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "config",
+	.tests = tests,
+};
+
 int main(void)
 {
-	CU_pSuite s;
-	int failures;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("config", NULL, NULL);
-	CU_add_test(s, "with nothing set the defaults of DESIGN.md hold", test_defaults);
-	CU_add_test(s, "an empty value counts as unset", test_empty_is_unset);
-	CU_add_test(s, "VRAMPOOL takes on, off, 1 and 0, and off is silent pass-through", test_switch);
-	CU_add_test(s, "VRAMPOOL_LAYOUT is parsed and a bad one is reported", test_layout_var);
-	CU_add_test(s, "VRAMPOOL_BUDGET takes auto, a size or a share", test_budget);
-	CU_add_test(s, "the count variables take integers in their ranges", test_counts);
-	CU_add_test(s, "VRAMPOOL_MARGIN and VRAMPOOL_SLAB take sizes in their ranges", test_sizes);
-	CU_add_test(s, "VRAMPOOL_STATS, VRAMPOOL_VERBOSE and VRAMPOOL_QUIET are read", test_stats_and_flags);
-	CU_add_test(s, "verbose and quiet hold when other variables are bad",
-		    test_flags_hold_when_others_are_bad);
-	CU_add_test(s, "VRAMPOOL=off with a layout is pass-through without complaint", test_off_with_layout);
-	CU_add_test(s, "a value with a newline cannot forge a second line", test_value_is_one_line);
-	CU_add_test(s, "sizes take binary suffixes and refuse junk and overflow", test_parse_size);
-	CU_add_test(s, "%p in the stats path becomes the pid, %r the rank, %h the host",
-		    test_stats_path_expansion);
-	CU_add_test(s, "VRAMPOOL_WHATIF_MEM takes a size from 16K to 1T", test_whatif_mem);
-	CU_add_test(s, "the rank is RANK, else LOCAL_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID, else 0",
-		    test_rank_selection);
-	CU_add_test(s, "path variables come through their own getter (secure_getenv in the shim)",
-		    test_paths_come_from_their_own_getter);
-	CU_add_test(s, "%r and %h expand, and a host name cannot leave the directory", test_expand_rank_and_host);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = (int)CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failures ? 1 : 0;
+	return cunit_suite_main(&suite);
 }

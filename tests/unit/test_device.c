@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "../fakecuda/check/harness.h"
+#include "cunit_main.h"
 #include "device.h"
 #include "log.h"
 #include "stats.h"
@@ -639,38 +640,38 @@ static void test_stream_sync(void)
 	CU_ASSERT(child_ok(in_child(c_stream_sync_fails, env)));
 }
 
+static const CU_TestInfo tests[] = {
+	{ "the kernel source copies every alignment and length exactly, on simulated threads",
+	  test_host_entry_alignments },
+	{ "the kernel source moves hits and captures of whole parameter blocks on any grid",
+	  test_host_params },
+	{ "the self-test passes on a correct kernel, from memsets alone, once per context",
+	  test_self_test_passes },
+	{ "a kernel that corrupts a byte, a module that does not load, or a failing load "
+	  "leaves batched copies for good",
+	  test_self_test_fails_on_a_wrong_kernel },
+	{ "a self-test whose launches always fail is retried with back-off, then given up",
+	  test_launch_failure_is_retried_then_given_up },
+	{ "a self-test that fails once (allocation, launch, readback) is retried and then used",
+	  test_transient_self_test_failure_is_retried },
+	{ "gathers of many row sizes and alignments, both directions, are exact byte for byte",
+	  test_gather_alignments },
+	{ "gathers run on the legacy and per-thread streams, in the legacy stream's order",
+	  test_streams },
+	{ "a failed launch returns -EIO and counts a fault", test_failed_launch },
+	{ "after a device reset the kernel is loaded and tested again", test_reset },
+	{ "a failed bridge creation is retried and its batches go one copy at a time meanwhile",
+	  test_bridge_retry },
+	{ "device_stream_sync waits for the stream and counts its failure", test_stream_sync },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "device",
+	.tests = tests,
+};
+
 int main(void)
 {
-	CU_pSuite s;
-	int failed;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("device", NULL, NULL);
-	CU_add_test(s, "the kernel source copies every alignment and length exactly, on simulated threads",
-		    test_host_entry_alignments);
-	CU_add_test(s, "the kernel source moves hits and captures of whole parameter blocks on any grid",
-		    test_host_params);
-	CU_add_test(s, "the self-test passes on a correct kernel, from memsets alone, once per context",
-		    test_self_test_passes);
-	CU_add_test(s, "a kernel that corrupts a byte, a module that does not load, or a failing load "
-		       "leaves batched copies for good", test_self_test_fails_on_a_wrong_kernel);
-	CU_add_test(s, "a self-test whose launches always fail is retried with back-off, then given up",
-		    test_launch_failure_is_retried_then_given_up);
-	CU_add_test(s, "a self-test that fails once (allocation, launch, readback) is retried and then used",
-		    test_transient_self_test_failure_is_retried);
-	CU_add_test(s, "gathers of many row sizes and alignments, both directions, are exact byte for byte",
-		    test_gather_alignments);
-	CU_add_test(s, "gathers run on the legacy and per-thread streams, in the legacy stream's order",
-		    test_streams);
-	CU_add_test(s, "a failed launch returns -EIO and counts a fault", test_failed_launch);
-	CU_add_test(s, "after a device reset the kernel is loaded and tested again", test_reset);
-	CU_add_test(s, "a failed bridge creation is retried and its batches go one copy at a time meanwhile",
-		    test_bridge_retry);
-	CU_add_test(s, "device_stream_sync waits for the stream and counts its failure", test_stream_sync);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = (int)CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return cunit_suite_main(&suite);
 }

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cunit_main.h"
 #include "fingerprint.h"
 
 #define MiB (1ull << 20)
@@ -521,48 +522,42 @@ static void test_forked_child_fingerprints_correctly(void)
 	free(buf);
 }
 
+static const CU_TestInfo tests[] = {
+	{ "the fingerprint of the same bytes is stable within a process",
+	  test_stable_within_process },
+	{ "one flipped bit in the first, middle or last byte changes it",
+	  test_one_flipped_bit_changes_it },
+	{ "the fingerprint depends on the length", test_it_depends_on_length },
+	{ "different secrets give different fingerprints of the same bytes",
+	  test_different_secrets_give_different_fingerprints },
+	{ "hashing leaves the upper AVX state clean for the SSE code after it",
+	  test_hashing_leaves_the_avx_state_clean },
+	{ "the parallel path gives exactly the per-row results of the serial path",
+	  test_parallel_path_matches_serial_path },
+	{ "every row size, row count and thread count gives the serial results",
+	  test_every_size_and_thread_count_matches_serial },
+	{ "when no worker can start, the caller hashes everything without deadlock",
+	  test_no_deadlock_when_no_worker_can_start },
+	{ "a worker held back before its first task never makes the caller wait",
+	  test_a_held_back_worker_never_makes_the_caller_wait },
+	{ "the caller waits for a task a worker has taken and returns every row",
+	  test_the_caller_waits_for_a_task_a_worker_runs },
+	{ "the thread count follows measured throughput, both ways",
+	  test_the_thread_count_follows_measured_throughput },
+	{ "concurrent callers from several threads get correct results",
+	  test_concurrent_callers_get_correct_results },
+	{ "a forked child fingerprints correctly with its own workers",
+	  test_forked_child_fingerprints_correctly },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "fingerprint",
+	.tests = tests,
+	.alarm_seconds = 120,	/* a deadlock kills the suite (a failure), not the test run */
+};
+
 int main(void)
 {
-	CU_pSuite s;
-	unsigned failures;
-
-	alarm(120);     /* a deadlock kills the suite (a failure), not the test run */
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("fingerprint", NULL, NULL);
-	if (!s ||
-	    !CU_add_test(s, "the fingerprint of the same bytes is stable within a process",
-			 test_stable_within_process) ||
-	    !CU_add_test(s, "one flipped bit in the first, middle or last byte changes it",
-			 test_one_flipped_bit_changes_it) ||
-	    !CU_add_test(s, "the fingerprint depends on the length",
-			 test_it_depends_on_length) ||
-	    !CU_add_test(s, "different secrets give different fingerprints of the same bytes",
-			 test_different_secrets_give_different_fingerprints) ||
-	    !CU_add_test(s, "hashing leaves the upper AVX state clean for the SSE code after it",
-			 test_hashing_leaves_the_avx_state_clean) ||
-	    !CU_add_test(s, "the parallel path gives exactly the per-row results of the serial path",
-			 test_parallel_path_matches_serial_path) ||
-	    !CU_add_test(s, "every row size, row count and thread count gives the serial results",
-			 test_every_size_and_thread_count_matches_serial) ||
-	    !CU_add_test(s, "when no worker can start, the caller hashes everything without deadlock",
-			 test_no_deadlock_when_no_worker_can_start) ||
-	    !CU_add_test(s, "a worker held back before its first task never makes the caller wait",
-			 test_a_held_back_worker_never_makes_the_caller_wait) ||
-	    !CU_add_test(s, "the caller waits for a task a worker has taken and returns every row",
-			 test_the_caller_waits_for_a_task_a_worker_runs) ||
-	    !CU_add_test(s, "the thread count follows measured throughput, both ways",
-			 test_the_thread_count_follows_measured_throughput) ||
-	    !CU_add_test(s, "concurrent callers from several threads get correct results",
-			 test_concurrent_callers_get_correct_results) ||
-	    !CU_add_test(s, "a forked child fingerprints correctly with its own workers",
-			 test_forked_child_fingerprints_correctly)) {
-		CU_cleanup_registry();
-		return 2;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failures ? 1 : 0;
+	return cunit_suite_main(&suite);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cunit_main.h"
 #include "index.h"
 
 /* Host bytes per entry the table may use at any load (index.h states the bound). */
@@ -528,41 +529,35 @@ static void test_a_large_table_is_a_huge_page_mapping_and_works(void)
 	free(f.keys);
 }
 
+static const CU_TestInfo tests[] = {
+	{ "inserted keys are found and removed keys are gone", test_insert_lookup_remove },
+	{ "inserting an existing key returns -EEXIST and keeps the old value",
+	  test_duplicate_insert_keeps_old_value },
+	{ "growing from empty to two million entries keeps every entry within 48 bytes each",
+	  test_growth_to_two_million_keeps_every_entry },
+	{ "removing every other value and a slab's value range keeps the rest",
+	  test_remove_if_keeps_the_rest },
+	{ "random insert and remove sequences match a reference",
+	  test_random_sequences_match_a_reference },
+	{ "keys with identical low 32 bits still work",
+	  test_keys_with_colliding_low_bits_still_work },
+	{ "keys with identical high 32 bits (one home slot) still work",
+	  test_keys_with_colliding_high_bits_still_work },
+	{ "a batch lookup agrees with single lookups for every present and absent combination, duplicates and the zero key",
+	  test_batch_lookup_matches_single_lookups },
+	{ "the table grows by half, and only when one more entry would pass 7/8",
+	  test_growth_is_by_half_at_seven_eighths },
+	{ "a table of 2 MiB or more is a 2 MiB-aligned huge-page mapping and works",
+	  test_a_large_table_is_a_huge_page_mapping_and_works },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "index",
+	.tests = tests,
+};
+
 int main(void)
 {
-	CU_pSuite s;
-	unsigned failures;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("index", NULL, NULL);
-	if (!s ||
-	    !CU_add_test(s, "inserted keys are found and removed keys are gone",
-			 test_insert_lookup_remove) ||
-	    !CU_add_test(s, "inserting an existing key returns -EEXIST and keeps the old value",
-			 test_duplicate_insert_keeps_old_value) ||
-	    !CU_add_test(s, "growing from empty to two million entries keeps every entry within 48 bytes each",
-			 test_growth_to_two_million_keeps_every_entry) ||
-	    !CU_add_test(s, "removing every other value and a slab's value range keeps the rest",
-			 test_remove_if_keeps_the_rest) ||
-	    !CU_add_test(s, "random insert and remove sequences match a reference",
-			 test_random_sequences_match_a_reference) ||
-	    !CU_add_test(s, "keys with identical low 32 bits still work",
-			 test_keys_with_colliding_low_bits_still_work) ||
-	    !CU_add_test(s, "keys with identical high 32 bits (one home slot) still work",
-			 test_keys_with_colliding_high_bits_still_work) ||
-	    !CU_add_test(s, "a batch lookup agrees with single lookups for every present and absent combination, duplicates and the zero key",
-			 test_batch_lookup_matches_single_lookups) ||
-	    !CU_add_test(s, "the table grows by half, and only when one more entry would pass 7/8",
-			 test_growth_is_by_half_at_seven_eighths) ||
-	    !CU_add_test(s, "a table of 2 MiB or more is a 2 MiB-aligned huge-page mapping and works",
-			 test_a_large_table_is_a_huge_page_mapping_and_works)) {
-		CU_cleanup_registry();
-		return 2;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failures ? 1 : 0;
+	return cunit_suite_main(&suite);
 }

@@ -8,6 +8,7 @@
 
 #include <CUnit/Basic.h>
 
+#include "cunit_main.h"
 #include "layout.h"
 
 /* Parses text and asserts success; returns the parse result for chaining. */
@@ -236,31 +237,30 @@ static void test_empty_layout_matches_nothing(void)
 	CU_ASSERT_EQUAL(layout_max_row(&l), 0);
 }
 
+static const CU_TestInfo tests[] = {
+	{ "a plain byte count is one row size", test_plain_bytes },
+	{ "K, M, G and KiB suffixes are binary multiples", test_suffixes },
+	{ "every dtype gives its element size times the shape", test_every_dtype },
+	{ "several specs are sorted largest first and normalised", test_several_specs },
+	{ "duplicate row sizes are kept once", test_duplicates },
+	{ "a copy matches when it is k rows, and only then", test_match_multiples },
+	{ "the largest matching row wins", test_largest_row_wins },
+	{ "whole:MIN makes every large copy one row", test_whole },
+	{ "row specs match before whole:MIN", test_whole_with_rows },
+	{ "sixteen specs are accepted and seventeen refused", test_max_specs },
+	{ "bad specs are refused with a message saying what was expected", test_bad_specs },
+	{ "error messages are one printable line that fits the buffer",
+	  test_messages_are_one_printable_line },
+	{ "an empty layout matches nothing", test_empty_layout_matches_nothing },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "layout",
+	.tests = tests,
+};
+
 int main(void)
 {
-	CU_pSuite s;
-	int failures;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("layout", NULL, NULL);
-	CU_add_test(s, "a plain byte count is one row size", test_plain_bytes);
-	CU_add_test(s, "K, M, G and KiB suffixes are binary multiples", test_suffixes);
-	CU_add_test(s, "every dtype gives its element size times the shape", test_every_dtype);
-	CU_add_test(s, "several specs are sorted largest first and normalised", test_several_specs);
-	CU_add_test(s, "duplicate row sizes are kept once", test_duplicates);
-	CU_add_test(s, "a copy matches when it is k rows, and only then", test_match_multiples);
-	CU_add_test(s, "the largest matching row wins", test_largest_row_wins);
-	CU_add_test(s, "whole:MIN makes every large copy one row", test_whole);
-	CU_add_test(s, "row specs match before whole:MIN", test_whole_with_rows);
-	CU_add_test(s, "sixteen specs are accepted and seventeen refused", test_max_specs);
-	CU_add_test(s, "bad specs are refused with a message saying what was expected", test_bad_specs);
-	CU_add_test(s, "error messages are one printable line that fits the buffer",
-		    test_messages_are_one_printable_line);
-	CU_add_test(s, "an empty layout matches nothing", test_empty_layout_matches_nothing);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = (int)CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failures ? 1 : 0;
+	return cunit_suite_main(&suite);
 }

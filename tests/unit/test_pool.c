@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cunit_main.h"
 #include "config.h"
 #include "device.h"
 #include "fingerprint.h"
@@ -475,31 +476,37 @@ static int t_suite_clean(void)
 	return 0;
 }
 
+static const CU_TestInfo tests[] = {
+	{ "a repeated row is served from the pool, reshuffled", test_repeat_hits },
+	{ "a row repeated within one copy is captured once", test_repeat_within_copy },
+	{ "the pool stays dormant until the probe point, then decides once", test_probe_waits },
+	{ "admission stops at the budget and the rest keeps crossing",
+	  test_budget_limits_admission },
+	{ "eviction frees the newest slabs first and latches the budget", test_eviction },
+	{ "a probe that leaves less than one slab keeps the pool dormant", test_dormant_for_good },
+	{ "rows captured under a run-time check are served once it found the source unchanged",
+	  test_checked_capture },
+	{ "a budget under one slab pools that much: offloaded weights send half from step 2",
+	  test_budget_under_a_slab },
+	{ "rows of two sizes share one budget and one slab", test_row_sizes_share },
+	{ "rows of a higher priority displace lower ones and take the whole budget",
+	  test_priorities_displace },
+	{ "with one priority a full pool displaces nothing", test_one_priority_no_displacement },
+	{ "rows that never repeat make a full pool stand down, and repeats bring it back",
+	  test_backoff_and_return },
+	{ "a dry run allocates nothing and issues no device work of its own", test_dry_run },
+	{ "a synchronous copy is complete when the pool returns, hits included", test_sync_copy },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "pool",
+	.init = t_suite_init,
+	.clean = t_suite_clean,
+	.tests = tests,
+};
+
 int main(void)
 {
-	CU_pSuite s;
-	int failed;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("pool", t_suite_init, t_suite_clean);
-	CU_add_test(s, "a repeated row is served from the pool, reshuffled", test_repeat_hits);
-	CU_add_test(s, "a row repeated within one copy is captured once", test_repeat_within_copy);
-	CU_add_test(s, "the pool stays dormant until the probe point, then decides once", test_probe_waits);
-	CU_add_test(s, "admission stops at the budget and the rest keeps crossing", test_budget_limits_admission);
-	CU_add_test(s, "eviction frees the newest slabs first and latches the budget", test_eviction);
-	CU_add_test(s, "a probe that leaves less than one slab keeps the pool dormant", test_dormant_for_good);
-	CU_add_test(s, "rows captured under a run-time check are served once it found the source unchanged", test_checked_capture);
-	CU_add_test(s, "a budget under one slab pools that much: offloaded weights send half from step 2", test_budget_under_a_slab);
-	CU_add_test(s, "rows of two sizes share one budget and one slab", test_row_sizes_share);
-	CU_add_test(s, "rows of a higher priority displace lower ones and take the whole budget", test_priorities_displace);
-	CU_add_test(s, "with one priority a full pool displaces nothing", test_one_priority_no_displacement);
-	CU_add_test(s, "rows that never repeat make a full pool stand down, and repeats bring it back", test_backoff_and_return);
-	CU_add_test(s, "a dry run allocates nothing and issues no device work of its own", test_dry_run);
-	CU_add_test(s, "a synchronous copy is complete when the pool returns, hits included", test_sync_copy);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = (int)CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return cunit_suite_main(&suite);
 }

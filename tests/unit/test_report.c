@@ -26,6 +26,7 @@
 #include <CUnit/Basic.h>
 #include <jansson.h>
 
+#include "cunit_main.h"
 #include "config.h"
 #include "report.h"
 #include "stats.h"
@@ -621,33 +622,37 @@ static void test_fork_child_dies_at_once(void)
 	CU_ASSERT_EQUAL(slurp(err, buf, sizeof(buf)), 0);	/* no summary from the grandchild */
 }
 
+static const CU_TestInfo tests[] = {
+	{ "the dump is renamed into place with the usual mode", test_file_renamed_into_place },
+	{ "a link planted at the temporary name is never followed",
+	  test_file_never_follows_a_planted_link },
+	{ "a FIFO planted at the temporary name is never opened or waited on",
+	  test_file_never_waits_on_a_fifo },
+	{ "when every temporary name is taken nothing is written", test_file_every_name_taken },
+	{ "a stats directory that cannot be written is one escaped line at load time",
+	  test_missing_directory_reported_at_load },
+	{ "the exit report runs once, only after CUDA use, and a failure is one line",
+	  test_exit_report_once },
+	{ "SIGTERM leaves the final dump and summary and the process dies of it",
+	  test_sigterm_leaves_final_dump },
+	{ "the reporter rewrites the dump and appends telemetry while the job runs",
+	  test_periodic_dump_and_telemetry },
+	{ "a program's own handler and SIG_IGN are kept", test_own_handler_and_ignore_kept },
+	{ "the program sees SIG_DFL while the shim's handler stands in for it",
+	  test_sigaction_view },
+	{ "a forked child that has not used CUDA dies of a signal at once",
+	  test_fork_child_dies_at_once },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "report",
+	.init = suite_init,
+	.clean = suite_clean,
+	.tests = tests,
+};
+
 int main(void)
 {
-	CU_pSuite s;
-	int failures;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("report", suite_init, suite_clean);
-	CU_add_test(s, "the dump is renamed into place with the usual mode", test_file_renamed_into_place);
-	CU_add_test(s, "a link planted at the temporary name is never followed", test_file_never_follows_a_planted_link);
-	CU_add_test(s, "a FIFO planted at the temporary name is never opened or waited on",
-		    test_file_never_waits_on_a_fifo);
-	CU_add_test(s, "when every temporary name is taken nothing is written", test_file_every_name_taken);
-	CU_add_test(s, "a stats directory that cannot be written is one escaped line at load time",
-		    test_missing_directory_reported_at_load);
-	CU_add_test(s, "the exit report runs once, only after CUDA use, and a failure is one line",
-		    test_exit_report_once);
-	CU_add_test(s, "SIGTERM leaves the final dump and summary and the process dies of it",
-		    test_sigterm_leaves_final_dump);
-	CU_add_test(s, "the reporter rewrites the dump and appends telemetry while the job runs",
-		    test_periodic_dump_and_telemetry);
-	CU_add_test(s, "a program's own handler and SIG_IGN are kept", test_own_handler_and_ignore_kept);
-	CU_add_test(s, "the program sees SIG_DFL while the shim's handler stands in for it", test_sigaction_view);
-	CU_add_test(s, "a forked child that has not used CUDA dies of a signal at once", test_fork_child_dies_at_once);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = (int)CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failures ? 1 : 0;
+	return cunit_suite_main(&suite);
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cunit_main.h"
 #include "fingerprint.h"
 #include "layout.h"
 #include "specpick.h"
@@ -139,24 +140,35 @@ static void test_repeats_inside_a_copy_do_not_count(void)
 	}
 }
 
-int main(void)
+/* The tests fingerprint on one thread, set up before the registry. */
+static void t_before(void)
 {
-	CU_pSuite s;
-	int failed;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
 	fingerprint_init(1);
-	s = CU_add_suite("specpick", NULL, NULL);
-	CU_add_test(s, "images and masks of sizes both specs divide are told apart at the first copy of epoch 2",
-		    test_images_and_masks);
-	CU_add_test(s, "a size only one spec divides is left to the layout", test_one_spec_untouched);
-	CU_add_test(s, "rows repeated inside one copy decide nothing", test_repeats_inside_a_copy_do_not_count);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = (int)CU_get_number_of_failures();
+}
+
+/* Forgets the tests' observations and stops the fingerprint threads. */
+static void t_after(void)
+{
 	specpick_reset();
 	fingerprint_shutdown();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+}
+
+static const CU_TestInfo tests[] = {
+	{ "images and masks of sizes both specs divide are told apart at the first copy of epoch 2",
+	  test_images_and_masks },
+	{ "a size only one spec divides is left to the layout", test_one_spec_untouched },
+	{ "rows repeated inside one copy decide nothing", test_repeats_inside_a_copy_do_not_count },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "specpick",
+	.tests = tests,
+	.before = t_before,
+	.after = t_after,
+};
+
+int main(void)
+{
+	return cunit_suite_main(&suite);
 }

@@ -17,6 +17,7 @@
 #include <CUnit/Basic.h>
 #include <jansson.h>
 
+#include "cunit_main.h"
 #include "fingerprint.h"
 #include "log.h"
 #include "stats.h"
@@ -764,42 +765,46 @@ static void test_log_line_is_one_write(void)
 	CU_ASSERT_EQUAL(n, 20 + 1024 + 18);
 }
 
+static const CU_TestInfo tests[] = {
+	{ "counters add, subtract, set and reset", test_counters },
+	{ "the JSON dump parses and has every key of DESIGN.md", test_json_keys },
+	{ "a disabled run without layout dumps false and null", test_json_disabled_without_layout },
+	{ "the layout string is escaped in the JSON", test_json_escapes_layout },
+	{ "the JSON lists at most 16 sizes, most bytes first", test_json_sizes },
+	{ "a full size table drops new sizes and keeps counting old ones", test_size_table_full },
+	{ "the summary gives bytes, the served share and the pool", test_summary_enabled },
+	{ "the pass-through summary says so with the counts", test_summary_pass_through },
+	{ "without a layout the size with most bytes is suggested", test_summary_suggests_largest },
+	{ "full and partial batches of one row suggest that row",
+	  test_summary_suggests_common_row },
+	{ "without copies the summary says none was seen", test_summary_nothing_seen },
+	{ "every key of the dump is there with its type, null where unknown",
+	  test_json_every_key_null_where_unknown },
+	{ "the dump carries rank, host, mode, final, ended_by and elapsed seconds",
+	  test_json_who_and_when },
+	{ "an off, dormant, full or latched pool says why, in the dump and the summary alike",
+	  test_reason_falls_back },
+	{ "the what-if line says what a bigger budget would have served, or that it held all",
+	  test_summary_whatif },
+	{ "the summary gives the automatic layout's evidence and a stand-down",
+	  test_summary_auto_and_stood_down },
+	{ "without a layout the evidence's suggestion comes first",
+	  test_summary_suggests_from_evidence },
+	{ "a summary too long for its buffer ends at a line's end", test_summary_cut_at_a_line },
+	{ "a text field read while another thread writes it is never a mix",
+	  test_text_read_while_written },
+	{ "four threads adding at once sum exactly", test_concurrent_adds },
+	{ "byte counts are formatted in binary units with one decimal", test_log_bytes },
+	{ "a log line is one prefixed line, cut short when too long", test_log_line_is_one_write },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "stats",
+	.tests = tests,
+};
+
 int main(void)
 {
-	CU_pSuite s;
-	int failures;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("stats", NULL, NULL);
-	CU_add_test(s, "counters add, subtract, set and reset", test_counters);
-	CU_add_test(s, "the JSON dump parses and has every key of DESIGN.md", test_json_keys);
-	CU_add_test(s, "a disabled run without layout dumps false and null", test_json_disabled_without_layout);
-	CU_add_test(s, "the layout string is escaped in the JSON", test_json_escapes_layout);
-	CU_add_test(s, "the JSON lists at most 16 sizes, most bytes first", test_json_sizes);
-	CU_add_test(s, "a full size table drops new sizes and keeps counting old ones", test_size_table_full);
-	CU_add_test(s, "the summary gives bytes, the served share and the pool", test_summary_enabled);
-	CU_add_test(s, "the pass-through summary says so with the counts", test_summary_pass_through);
-	CU_add_test(s, "without a layout the size with most bytes is suggested", test_summary_suggests_largest);
-	CU_add_test(s, "full and partial batches of one row suggest that row", test_summary_suggests_common_row);
-	CU_add_test(s, "without copies the summary says none was seen", test_summary_nothing_seen);
-	CU_add_test(s, "every key of the dump is there with its type, null where unknown",
-		    test_json_every_key_null_where_unknown);
-	CU_add_test(s, "the dump carries rank, host, mode, final, ended_by and elapsed seconds", test_json_who_and_when);
-	CU_add_test(s, "an off, dormant, full or latched pool says why, in the dump and the summary alike",
-		    test_reason_falls_back);
-	CU_add_test(s, "the what-if line says what a bigger budget would have served, or that it held all",
-		    test_summary_whatif);
-	CU_add_test(s, "the summary gives the automatic layout's evidence and a stand-down", test_summary_auto_and_stood_down);
-	CU_add_test(s, "without a layout the evidence's suggestion comes first", test_summary_suggests_from_evidence);
-	CU_add_test(s, "a summary too long for its buffer ends at a line's end", test_summary_cut_at_a_line);
-	CU_add_test(s, "a text field read while another thread writes it is never a mix", test_text_read_while_written);
-	CU_add_test(s, "four threads adding at once sum exactly", test_concurrent_adds);
-	CU_add_test(s, "byte counts are formatted in binary units with one decimal", test_log_bytes);
-	CU_add_test(s, "a log line is one prefixed line, cut short when too long", test_log_line_is_one_write);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = (int)CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failures ? 1 : 0;
+	return cunit_suite_main(&suite);
 }

@@ -13,6 +13,7 @@
 
 #include <CUnit/Basic.h>
 
+#include "cunit_main.h"
 #include "whatif.h"
 
 #define ROW 3072ULL
@@ -389,30 +390,30 @@ static void test_threads(void)
 	CU_ASSERT_EQUAL(s.served[s.npoints - 1], s.repeat_bytes);
 }
 
+static const CU_TestInfo tests[] = {
+	{ "under reshuffle the unique set serves (E-1)/E and half of it about half that",
+	  test_reshuffle_exact },
+	{ "every point of the curve agrees with a brute-force simulation",
+	  test_curve_matches_brute_force },
+	{ "pool hits at their kept positions count as observed repeats would",
+	  test_hits_and_misses_agree },
+	{ "past the memory cap rows are sampled and the figures stay within a few percent",
+	  test_sampled_past_the_cap },
+	{ "a sampled row keeps its position when it comes back", test_sampling_is_consistent },
+	{ "the actual budget is an extra point only inside (0, U)", test_extra_point },
+	{ "an empty module has one point, skipped rows count nothing", test_empty_and_skipped },
+	{ "positions near 2^64 fall in the top buckets", test_huge_positions },
+	{ "threads observing the same rows count each once as unique", test_threads },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "whatif",
+	.tests = tests,
+	.after = whatif_reset,
+};
+
 int main(void)
 {
-	CU_pSuite s;
-	int failures;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("whatif", NULL, NULL);
-	CU_add_test(s, "under reshuffle the unique set serves (E-1)/E and half of it about half that",
-		    test_reshuffle_exact);
-	CU_add_test(s, "every point of the curve agrees with a brute-force simulation", test_curve_matches_brute_force);
-	CU_add_test(s, "pool hits at their kept positions count as observed repeats would",
-		    test_hits_and_misses_agree);
-	CU_add_test(s, "past the memory cap rows are sampled and the figures stay within a few percent",
-		    test_sampled_past_the_cap);
-	CU_add_test(s, "a sampled row keeps its position when it comes back", test_sampling_is_consistent);
-	CU_add_test(s, "the actual budget is an extra point only inside (0, U)", test_extra_point);
-	CU_add_test(s, "an empty module has one point, skipped rows count nothing", test_empty_and_skipped);
-	CU_add_test(s, "positions near 2^64 fall in the top buckets", test_huge_positions);
-	CU_add_test(s, "threads observing the same rows count each once as unique", test_threads);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = (int)CU_get_number_of_failures();
-	whatif_reset();
-	CU_cleanup_registry();
-	return failures ? 1 : 0;
+	return cunit_suite_main(&suite);
 }

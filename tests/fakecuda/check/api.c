@@ -828,33 +828,45 @@ static void test_rt_via_driver(void)
 	CU_ASSERT(child_ok(in_child(child_rt_via_driver, through)));
 }
 
+/* Registers a module variable before main's work, as nvcc's static
+ * constructors do; the children inherit the registration. */
+static void register_shadow_var(void)
+{
+	void **h = __cudaRegisterFatBinary(NULL);
+
+	__cudaRegisterVar(h, shadow_var, shadow_var, "shadow_var", 0, sizeof(shadow_var), 0, 0);
+}
+
+static const CU_TestInfo tests[] = {
+	{ "a pitched copy moves exactly the pitched bytes, once, with pinned and pageable timing",
+	  test_pitched_copies },
+	{ "a stream callback runs on the worker after earlier work, and stream queries answer",
+	  test_callbacks_run_in_order },
+	{ "a registered variable round-trips through the symbol copies", test_symbols_round_trip },
+	{ "peer access is tracked and peer copies move bytes between devices", test_peers },
+	{ "an explicit graph replays its nodes in order and reads pinned sources at launch",
+	  test_explicit_graphs },
+	{ "pools, limits, host flags, prefetch and kernel queries answer as documented",
+	  test_misc },
+	{ "a device reset frees every allocation and starts a context with a new id", test_reset },
+	{ "the runtime through the driver gives the same results and counts, using the driver's entry points",
+	  test_rt_via_driver },
+	{ "the driver allocates stream-ordered, managed and pitched memory, keeps a context stack, and finds every entry",
+	  test_driver_alloc },
+	{ "no private export table is handed out: each id is not found and named once on stderr",
+	  test_export_table },
+	{ "cuCtxSynchronize at CUDA 13 waits for the context it names, the current one for NULL",
+	  test_ctx_sync_v2 },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "emulated device API",
+	.tests = tests,
+	.before = register_shadow_var,
+};
+
 int main(void)
 {
-	CU_pSuite s;
-	unsigned failed;
-	void **h;
-
-	/* Register a module variable before main's work, as nvcc's static
-	 * constructors do; the children inherit the registration. */
-	h = __cudaRegisterFatBinary(NULL);
-	__cudaRegisterVar(h, shadow_var, shadow_var, "shadow_var", 0, sizeof(shadow_var), 0, 0);
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("emulated device API", NULL, NULL);
-	CU_add_test(s, "a pitched copy moves exactly the pitched bytes, once, with pinned and pageable timing", test_pitched_copies);
-	CU_add_test(s, "a stream callback runs on the worker after earlier work, and stream queries answer", test_callbacks_run_in_order);
-	CU_add_test(s, "a registered variable round-trips through the symbol copies", test_symbols_round_trip);
-	CU_add_test(s, "peer access is tracked and peer copies move bytes between devices", test_peers);
-	CU_add_test(s, "an explicit graph replays its nodes in order and reads pinned sources at launch", test_explicit_graphs);
-	CU_add_test(s, "pools, limits, host flags, prefetch and kernel queries answer as documented", test_misc);
-	CU_add_test(s, "a device reset frees every allocation and starts a context with a new id", test_reset);
-	CU_add_test(s, "the runtime through the driver gives the same results and counts, using the driver's entry points", test_rt_via_driver);
-	CU_add_test(s, "the driver allocates stream-ordered, managed and pitched memory, keeps a context stack, and finds every entry", test_driver_alloc);
-	CU_add_test(s, "no private export table is handed out: each id is not found and named once on stderr", test_export_table);
-	CU_add_test(s, "cuCtxSynchronize at CUDA 13 waits for the context it names, the current one for NULL", test_ctx_sync_v2);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = CU_get_number_of_tests_failed();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return cunit_suite_main(&suite);
 }

@@ -3,7 +3,9 @@
  * in a fork()ed child that sets its FAKECUDA_* variables before its first
  * CUDA call (the emulation reads them then); the child exits with the low
  * byte of the line of the first failed CHK, or 0. An alarm turns a hang
- * into a failure. Included by one .c per program: the helpers are static.
+ * into a failure. Each program's main() is cunit_suite_main() of
+ * tests/unit/cunit_main.h, included here. Included by one .c per program:
+ * the helpers are static.
  */
 #ifndef FAKECUDA_CHECK_HARNESS_H
 #define FAKECUDA_CHECK_HARNESS_H
@@ -15,6 +17,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../../unit/cunit_main.h"
 
 /* In a child: exit with the line number when COND is false. */
 #define CHK(cond) do { if (!(cond)) { \

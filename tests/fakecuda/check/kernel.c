@@ -540,24 +540,26 @@ static void test_modules(void)
 	CU_ASSERT(child_ok(in_child(child_modules, env)));
 }
 
+static const CU_TestInfo tests[] = {
+	{ "a launch moves rows both ways at odd alignments, from parameters copied at call time",
+	  test_directions },
+	{ "a launch on the legacy stream waits for blocking streams only", test_legacy_order },
+	{ "a capture sees a just-delivered row, and stream capture makes a kernel node",
+	  test_capture_fresh_row },
+	{ "a broken kernel gets one byte of its last row wrong", test_broken },
+	{ "without a kernel binary the module load fails", test_none },
+	{ "a launch outside its allocations or against the contract is refused loudly",
+	  test_refusals },
+	{ "modules load from PTX text, live in their context, and fail on demand", test_modules },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "the emulated gather kernel",
+	.tests = tests,
+};
+
 int main(void)
 {
-	CU_pSuite s;
-	unsigned failed;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("the emulated gather kernel", NULL, NULL);
-	CU_add_test(s, "a launch moves rows both ways at odd alignments, from parameters copied at call time", test_directions);
-	CU_add_test(s, "a launch on the legacy stream waits for blocking streams only", test_legacy_order);
-	CU_add_test(s, "a capture sees a just-delivered row, and stream capture makes a kernel node", test_capture_fresh_row);
-	CU_add_test(s, "a broken kernel gets one byte of its last row wrong", test_broken);
-	CU_add_test(s, "without a kernel binary the module load fails", test_none);
-	CU_add_test(s, "a launch outside its allocations or against the contract is refused loudly", test_refusals);
-	CU_add_test(s, "modules load from PTX text, live in their context, and fail on demand", test_modules);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = CU_get_number_of_tests_failed();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return cunit_suite_main(&suite);
 }

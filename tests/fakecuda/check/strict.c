@@ -549,29 +549,34 @@ static void test_devices_have_own_arenas(void)
 	CU_ASSERT(child_ok(in_child(child_devices, env)));
 }
 
+static const CU_TestInfo tests[] = {
+	{ "a program that omits a cross-stream wait reads stale data under jitter",
+	  test_missing_wait_reads_stale },
+	{ "a host read of device memory faults", test_host_read_faults },
+	{ "an allocation past capacity fails with the real codes and sets the last error",
+	  test_allocation_past_capacity_fails },
+	{ "the counters and the exit report match what was copied", test_counters_match_copies },
+	{ "pinned sources are read when the copy runs, pageable ones at call time",
+	  test_pinned_read_late_pageable_early },
+	{ "the legacy stream waits for blocking streams only, the per-thread stream is per thread",
+	  test_legacy_and_per_thread_streams },
+	{ "events report completion, time, and order two streams", test_events },
+	{ "copies on a capturing stream are recorded, not run, and a launch replays them",
+	  test_capture_records_and_replays },
+	{ "the driver API works through dlopen and cuGetProcAddress and shares memory with the runtime",
+	  test_driver_through_dlopen },
+	{ "injected faults and bad arguments give natural error codes", test_fault_injection },
+	{ "a NAME#N fault fails only the Nth call and mixes with NAME@N", test_fault_once },
+	{ "each device has its own arena and capacity", test_devices_have_own_arenas },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "emulated device strictness",
+	.tests = tests,
+};
+
 int main(void)
 {
-	CU_pSuite s;
-	unsigned failed;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("emulated device strictness", NULL, NULL);
-	CU_add_test(s, "a program that omits a cross-stream wait reads stale data under jitter", test_missing_wait_reads_stale);
-	CU_add_test(s, "a host read of device memory faults", test_host_read_faults);
-	CU_add_test(s, "an allocation past capacity fails with the real codes and sets the last error", test_allocation_past_capacity_fails);
-	CU_add_test(s, "the counters and the exit report match what was copied", test_counters_match_copies);
-	CU_add_test(s, "pinned sources are read when the copy runs, pageable ones at call time", test_pinned_read_late_pageable_early);
-	CU_add_test(s, "the legacy stream waits for blocking streams only, the per-thread stream is per thread", test_legacy_and_per_thread_streams);
-	CU_add_test(s, "events report completion, time, and order two streams", test_events);
-	CU_add_test(s, "copies on a capturing stream are recorded, not run, and a launch replays them", test_capture_records_and_replays);
-	CU_add_test(s, "the driver API works through dlopen and cuGetProcAddress and shares memory with the runtime", test_driver_through_dlopen);
-	CU_add_test(s, "injected faults and bad arguments give natural error codes", test_fault_injection);
-	CU_add_test(s, "a NAME#N fault fails only the Nth call and mixes with NAME@N", test_fault_once);
-	CU_add_test(s, "each device has its own arena and capacity", test_devices_have_own_arenas);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = CU_get_number_of_tests_failed();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return cunit_suite_main(&suite);
 }

@@ -301,20 +301,21 @@ static void test_gather_and_lookup(void)
 	CU_ASSERT(child_ok(in_child(child_gather_and_lookup, NULL)));
 }
 
+static const CU_TestInfo tests[] = {
+	{ "reserved, created and mapped memory is device memory once access is granted, and goes when unmapped",
+	  test_lifecycle },
+	{ "unmapping waits for the work that writes into the mapping", test_unmap_waits },
+	{ "the gather kernel works on mapped memory and every entry point is in the lookup table",
+	  test_gather_and_lookup },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "virtual memory management on the emulated device",
+	.tests = tests,
+};
+
 int main(void)
 {
-	CU_pSuite s;
-	unsigned failed;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("virtual memory management on the emulated device", NULL, NULL);
-	CU_add_test(s, "reserved, created and mapped memory is device memory once access is granted, and goes when unmapped", test_lifecycle);
-	CU_add_test(s, "unmapping waits for the work that writes into the mapping", test_unmap_waits);
-	CU_add_test(s, "the gather kernel works on mapped memory and every entry point is in the lookup table", test_gather_and_lookup);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = CU_get_number_of_tests_failed();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return cunit_suite_main(&suite);
 }
