@@ -266,6 +266,25 @@ check "without the kernel, a failing batched gather on a non-blocking stream fal
 	fault f-batch-nb cuMemcpyBatchAsync_v2@3 FAKECUDA_KERNEL=none --stream nonblocking
 check "without the kernel, a failing capture copy drops the rows and verifies" \
 	fault f-dtod cuMemcpyDtoDAsync_v2@5 FAKECUDA_KERNEL=none
+# The gather kernel checks itself before first use: a kernel that gets a
+# byte wrong, or a module that does not load, leaves hits to batched copies.
+kernel_fallback() {
+	local mode=$1
+	pool_run "kern-$mode" "$TRAINER" VRAMPOOL_BUDGET=64M FAKECUDA_KERNEL="$mode" VRAMPOOL_VERBOSE=1 -- $BASE || return 1
+	grep -q 'verified OK' "$TMP/kern-$mode.out" || return 1
+	invariants "kern-$mode" --expect pool.gather="batched copy" --expect pool.gather_launches=0 \
+		--expect rows.hits=$((3 * N)) || return 1
+	grep -q 'batched copies' "$TMP/kern-$mode.err"
+}
+check "a gather kernel that fails its self-test leaves hits to batched copies, every byte verified" \
+	kernel_fallback broken
+check "a gather kernel module that does not load leaves hits to batched copies, every byte verified" \
+	kernel_fallback none
+kernel_used() {
+	pool_run kern-ok "$TRAINER" VRAMPOOL_BUDGET=64M -- $BASE || return 1
+	invariants kern-ok --expect pool.gather=kernel --min pool.gather_launches=1
+}
+check "the gather kernel passes its self-test and serves the hits" kernel_used
 check "a failing capture event drops the rows and verifies" fault f-event cuEventRecord@5
 check "a failing slab allocation leaves the pool full and verifies" fault f-alloc cuMemAlloc_v2
 check "failing stream waits fall back and verify" fault f-wait cuStreamWaitEvent@2
