@@ -874,86 +874,72 @@ static int vp_symbol_h2d(const void *src, enum cudaMemcpyKind kind)
 	return k == DEV_MEM_UNREGISTERED || k == DEV_MEM_HOST;
 }
 
-VP_API cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset,
-				      enum cudaMemcpyKind kind)
+/* Which of the four entry points a copy to a module variable came through. */
+enum vp_sym_fn { VP_SYM, VP_SYM_PTDS, VP_SYM_ASYNC, VP_SYM_ASYNC_PTSZ };
+
+/* Forwards a copy to a module variable to its real entry point. */
+static cudaError_t vp_symbol_real(enum vp_sym_fn f, const void *symbol, const void *src, size_t count,
+				  size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+	switch (f) {
+	case VP_SYM:
+		return VP_GET(cudaMemcpyToSymbol) ? VP_R(cudaMemcpyToSymbol)(symbol, src, count, offset, kind)
+						  : VP_NO_RT;
+	case VP_SYM_PTDS:
+		return VP_GET(cudaMemcpyToSymbol_ptds)
+			       ? VP_R(cudaMemcpyToSymbol_ptds)(symbol, src, count, offset, kind) : VP_NO_RT;
+	case VP_SYM_ASYNC:
+		return VP_GET(cudaMemcpyToSymbolAsync)
+			       ? VP_R(cudaMemcpyToSymbolAsync)(symbol, src, count, offset, kind, stream) : VP_NO_RT;
+	case VP_SYM_ASYNC_PTSZ:
+		return VP_GET(cudaMemcpyToSymbolAsync_ptsz)
+			       ? VP_R(cudaMemcpyToSymbolAsync_ptsz)(symbol, src, count, offset, kind, stream)
+			       : VP_NO_RT;
+	}
+	return cudaErrorInvalidValue;
+}
+
+/* The path of the four ToSymbol entry points: forwarded, and counted when host-to-device. */
+static cudaError_t vp_symbol_copy(enum vp_sym_fn f, const void *symbol, const void *src, size_t count,
+				  size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream)
 {
 	int saved = errno;
 	cudaError_t err;
 
 	if (vp_inside)
-		return VP_GET(cudaMemcpyToSymbol) ? VP_R(cudaMemcpyToSymbol)(symbol, src, count, offset, kind)
-						  : VP_NO_RT;
+		return vp_symbol_real(f, symbol, src, count, offset, kind, stream);
 	vp_enter();
 	vp_inside = 1;
-	err = VP_GET(cudaMemcpyToSymbol) ? VP_R(cudaMemcpyToSymbol)(symbol, src, count, offset, kind) : VP_NO_RT;
+	err = vp_symbol_real(f, symbol, src, count, offset, kind, stream);
 	vp_inside = 0;
 	if (err == cudaSuccess && vp_symbol_h2d(src, kind))
 		vp_count_other(count, 0);
 	errno = saved;
 	return err;
+}
+
+VP_API cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset,
+				      enum cudaMemcpyKind kind)
+{
+	return vp_symbol_copy(VP_SYM, symbol, src, count, offset, kind, NULL);
 }
 
 VP_API cudaError_t cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, size_t count,
 					   size_t offset, enum cudaMemcpyKind kind)
 {
-	int saved = errno;
-	cudaError_t err;
-
-	if (vp_inside)
-		return VP_GET(cudaMemcpyToSymbol_ptds)
-			       ? VP_R(cudaMemcpyToSymbol_ptds)(symbol, src, count, offset, kind) : VP_NO_RT;
-	vp_enter();
-	vp_inside = 1;
-	err = VP_GET(cudaMemcpyToSymbol_ptds) ? VP_R(cudaMemcpyToSymbol_ptds)(symbol, src, count, offset, kind)
-					      : VP_NO_RT;
-	vp_inside = 0;
-	if (err == cudaSuccess && vp_symbol_h2d(src, kind))
-		vp_count_other(count, 0);
-	errno = saved;
-	return err;
+	return vp_symbol_copy(VP_SYM_PTDS, symbol, src, count, offset, kind, NULL);
 }
 
 VP_API cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count,
 					   size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream)
 {
-	int saved = errno;
-	cudaError_t err;
-
-	if (vp_inside)
-		return VP_GET(cudaMemcpyToSymbolAsync)
-			       ? VP_R(cudaMemcpyToSymbolAsync)(symbol, src, count, offset, kind, stream)
-			       : VP_NO_RT;
-	vp_enter();
-	vp_inside = 1;
-	err = VP_GET(cudaMemcpyToSymbolAsync)
-		      ? VP_R(cudaMemcpyToSymbolAsync)(symbol, src, count, offset, kind, stream) : VP_NO_RT;
-	vp_inside = 0;
-	if (err == cudaSuccess && vp_symbol_h2d(src, kind))
-		vp_count_other(count, 0);
-	errno = saved;
-	return err;
+	return vp_symbol_copy(VP_SYM_ASYNC, symbol, src, count, offset, kind, stream);
 }
 
 VP_API cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void *symbol, const void *src, size_t count,
 						size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream)
 {
-	int saved = errno;
-	cudaError_t err;
-
-	if (vp_inside)
-		return VP_GET(cudaMemcpyToSymbolAsync_ptsz)
-			       ? VP_R(cudaMemcpyToSymbolAsync_ptsz)(symbol, src, count, offset, kind, stream)
-			       : VP_NO_RT;
-	vp_enter();
-	vp_inside = 1;
-	err = VP_GET(cudaMemcpyToSymbolAsync_ptsz)
-		      ? VP_R(cudaMemcpyToSymbolAsync_ptsz)(symbol, src, count, offset, kind, stream)
-		      : VP_NO_RT;
-	vp_inside = 0;
-	if (err == cudaSuccess && vp_symbol_h2d(src, kind))
-		vp_count_other(count, 0);
-	errno = saved;
-	return err;
+	return vp_symbol_copy(VP_SYM_ASYNC_PTSZ, symbol, src, count, offset, kind, stream);
 }
 
 /* Whether a batch entry is host-to-device: a host source and a device (or managed) destination. */
