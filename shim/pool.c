@@ -137,7 +137,8 @@ static struct pool *pool_new(int dev)
 	for (int i = 0; i < POOL_PRIOS; i++)
 		p->tail[i] = -1;
 	p->state = POOL_DORMANT;
-	stats_set_state(POOL_DORMANT);
+	if (!pool_cfg->dry)
+		stats_set_state(POOL_DORMANT);         /* a dry run has no pool: it stays "off" */
 	return p;
 }
 

@@ -98,6 +98,8 @@ if not (0.4 * want <= half[1] <= 0.6 * want):
     err.append("served at %d (about U/2) %d, expected about %d" % (half[0], half[1], want // 2))
 if d["bytes"]["served_from_pool"] != 0 or d["pool"]["bytes"] != 0:
     err.append("a dry run served or held memory")
+if d["mode"] != "dry" or d["pool"]["state"] != "off" or not d["reason"]:
+    err.append("mode %r, state %r, reason %r" % (d["mode"], d["pool"]["state"], d["reason"]))
 print("\n".join(err))
 sys.exit(1 if err else 0)
 PY
