@@ -173,7 +173,7 @@ $(B)/apps/trainer: tests/apps/trainer.c | $(B)/apps
 
 # drvloader reaches the driver only through dlopen + cuGetProcAddress, as a
 # statically linked runtime does: linked with neither libcudart nor libcuda.
-$(B)/apps/drvloader: tests/apps/drvloader.c | $(B)/apps
+$(B)/apps/drvloader: tests/apps/drvloader.c tests/apps/lib/loader.h | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< -Wl,-z,now -pthread -ldl
 
 # reload loads, uses and unloads the runtime round after round: the program
