@@ -407,8 +407,7 @@ static enum drv_status drv_worker_batch(struct drv_worker *w, size_t b)
 	unsigned s = (unsigned)(w->sequence % shape->ring);
 	unsigned d = (unsigned)(w->sequence % (2 * shape->ring));
 	size_t first = b * shape->batch;
-	size_t count = shape->samples - first < shape->batch ?
-		       shape->samples - first : shape->batch;
+	size_t count = loader_shape_batch_rows(shape, first);
 	enum drv_status status = DRV_OK;
 
 	if (w->used[s])

@@ -219,6 +219,16 @@ static inline int loader_shape_fits(const struct loader_shape *s, size_t row)
 }
 
 /*
+ * Returns how many rows the batch that starts at row first holds: the
+ * batch size, or what is left for the last one.
+ */
+static inline size_t loader_shape_batch_rows(const struct loader_shape *s,
+					     size_t first)
+{
+	return s->samples - first < s->batch ? s->samples - first : s->batch;
+}
+
+/*
  * A program's command line: its name (the first word of its messages),
  * its option table (LOADER_OPT_HELP for --help), its usage line and the
  * text --help prints after it (or NULL), and the function that parses
