@@ -178,10 +178,10 @@ $(B)/apps/drvloader: tests/apps/drvloader.c tests/apps/lib/loader.h | $(B)/apps
 
 # reload loads, uses and unloads the runtime round after round: the program
 # links neither libcudart nor libcuda; the library it loads links libcudart.
-$(B)/apps/reload: tests/apps/reload.c tests/apps/lib/reload_work.h $(B)/apps/libreload.so | $(B)/apps
+$(B)/apps/reload: tests/apps/reload.c tests/apps/lib/reload_work.h tests/apps/lib/loader.h $(B)/apps/libreload.so | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< -Wl,-z,now -ldl
 
-$(B)/apps/libreload.so: tests/apps/lib/reloadlib.c tests/apps/lib/reload_work.h | $(B)/apps
+$(B)/apps/libreload.so: tests/apps/lib/reloadlib.c tests/apps/lib/reload_work.h tests/apps/lib/loader.h | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -fPIC -fvisibility=hidden -shared -o $@ $< \
 		$(CUDALIB) -Wl,-z,defs -lcudart
 
