@@ -541,7 +541,10 @@ static const struct option drv_options_table[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* Parses one option into the struct drv_options at ctx. Returns 0, or 1 for a bad value. */
+/*
+ * Parses one option into the struct drv_options at ctx. Returns 0, or
+ * nonzero for a bad value.
+ */
 static int drv_parse_option(void *ctx, int opt, const char *arg)
 {
 	struct drv_options *o = ctx;
@@ -578,8 +581,6 @@ static int drv_parse_option(void *ctx, int opt, const char *arg)
 		err = loader_shape_parse_option(&o->shape, opt, arg) != 0;
 		break;
 	}
-	if (err && arg)
-		fprintf(stderr, "drvloader: bad value '%s' for an option\n", arg);
 	return err;
 }
 
@@ -599,15 +600,11 @@ static int drv_parse_args(struct drv_options *o, int argc, char **argv)
 	loader_shape_defaults(&o->shape);
 	o->threads = 1;
 	o->version = CUDA_VERSION;
-	err = loader_cli_getopt(&cli, argc, argv);
+	err = loader_cli_parse(&cli, argc, argv);
 	if (err > 0)
 		return -1;
 	if (err)
 		goto usage;
-	if (optind < argc) {
-		fprintf(stderr, "drvloader: unexpected argument '%s'\n", argv[optind]);
-		goto usage;
-	}
 	if (!loader_shape_fits(&o->shape, o->shape.row)) {
 		fprintf(stderr, "drvloader: dataset too large\n");
 		goto usage;

@@ -147,8 +147,8 @@ static const struct option reload_options_table[] = {
 };
 
 /*
- * Parses one option into the struct reload_options at ctx. Returns 0, or 1
- * for a bad value (not named: the usage line follows).
+ * Parses one option into the struct reload_options at ctx. Returns 0, or
+ * nonzero for a bad value.
  */
 static int reload_parse_option(void *ctx, int opt, const char *arg)
 {
@@ -196,6 +196,7 @@ static int reload_parse_args(struct reload_options *o, int argc, char **argv)
 	const struct loader_cli cli = {
 		.prog = "reload", .options = reload_options_table,
 		.usage = reload_usage_line, .parse = reload_parse_option, .ctx = o,
+		.terse = 1,
 	};
 	int err;
 
@@ -204,10 +205,10 @@ static int reload_parse_args(struct reload_options *o, int argc, char **argv)
 	o->row = 3072;
 	o->batch = 32;
 	o->seed = 1;
-	err = loader_cli_getopt(&cli, argc, argv);
+	err = loader_cli_parse(&cli, argc, argv);
 	if (err > 0)
 		return -1;
-	if (err || optind < argc)
+	if (err)
 		goto usage;
 	return 0;
 usage:

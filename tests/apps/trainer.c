@@ -439,8 +439,8 @@ static int trainer_parse_copy_api(struct trainer *t, const char *arg)
 }
 
 /*
- * Parses one option into the struct trainer at ctx. Returns TRAINER_OK, or
- * TRAINER_USAGE after naming the bad value on stderr.
+ * Parses one option into the struct trainer at ctx. Returns 0, or
+ * nonzero for a bad value.
  */
 static int trainer_parse_option(void *ctx, int opt, const char *arg)
 {
@@ -534,11 +534,7 @@ static int trainer_parse_option(void *ctx, int opt, const char *arg)
 		err = loader_shape_parse_option(&t->shape, opt, arg) != 0;
 		break;
 	}
-	if (!err)
-		return TRAINER_OK;
-	if (arg)
-		fprintf(stderr, "trainer: bad value '%s' for an option\n", arg);
-	return TRAINER_USAGE;
+	return err;
 }
 
 /*
@@ -561,15 +557,11 @@ static int trainer_parse_args(struct trainer *t, int argc, char **argv)
 	t->h2d_kind = cudaMemcpyHostToDevice;
 	t->d2h_kind = cudaMemcpyDeviceToHost;
 	t->alloc_epoch = 2;
-	err = loader_cli_getopt(&cli, argc, argv);
+	err = loader_cli_parse(&cli, argc, argv);
 	if (err > 0)
 		return -1;
 	if (err)
 		goto usage;
-	if (optind < argc) {
-		fprintf(stderr, "trainer: unexpected argument '%s'\n", argv[optind]);
-		goto usage;
-	}
 	if (t->sync && (t->copy_api == TRAINER_COPY_DRIVER ||
 			t->copy_api == TRAINER_COPY_GETPROC ||
 			t->copy_api == TRAINER_COPY_ENTRYPOINT)) {

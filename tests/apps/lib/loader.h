@@ -231,9 +231,10 @@ static inline size_t loader_shape_batch_rows(const struct loader_shape *s,
 /*
  * A program's command line: its name (the first word of its messages),
  * its option table (LOADER_OPT_HELP for --help), its usage line and the
- * text --help prints after it (or NULL), and the function that parses
- * each other option into ctx, returning 0 or, for a bad value (named on
- * stderr or not, as the program does), nonzero.
+ * text --help prints after it (or NULL), the function that parses each
+ * other option into ctx (0, or nonzero for a bad value), and terse: a bad
+ * value or an argument that is not an option is then not named, the
+ * usage line alone says so.
  */
 struct loader_cli {
 	const char *prog;
@@ -242,17 +243,19 @@ struct loader_cli {
 	const char *help;
 	int (*parse)(void *ctx, int opt, const char *arg);
 	void *ctx;
+	int terse;
 };
 
 /*
- * Runs getopt_long over argv (no short options, getopt's own messages
- * off). Returns 0 at the end of the options (optind then names the first
- * other argument), 1 after --help (the usage and help text printed on
- * stdout), or -EINVAL for an unknown option or a missing value (named on
- * stderr) or a bad value: the caller then prints its usage on stderr.
+ * Parses argv's options with getopt_long (no short options, getopt's own
+ * messages off). Returns 0 when every argument was a good option, 1 after
+ * --help (the usage and help text printed on stdout), or -EINVAL after
+ * an unknown option, a missing value, a bad value or an argument that is
+ * not an option (named on stderr, but for the last two when terse): the
+ * caller then prints its usage on stderr.
  */
-static inline int loader_cli_getopt(const struct loader_cli *c, int argc,
-				    char **argv)
+static inline int loader_cli_parse(const struct loader_cli *c, int argc,
+				   char **argv)
 {
 	int opt;
 
@@ -269,8 +272,18 @@ static inline int loader_cli_getopt(const struct loader_cli *c, int argc,
 				c->prog, argv[optind - 1]);
 			return -EINVAL;
 		}
-		if (c->parse(c->ctx, opt, optarg))
+		if (c->parse(c->ctx, opt, optarg)) {
+			if (optarg && !c->terse)
+				fprintf(stderr, "%s: bad value '%s' for an option\n",
+					c->prog, optarg);
 			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		if (!c->terse)
+			fprintf(stderr, "%s: unexpected argument '%s'\n", c->prog,
+				argv[optind]);
+		return -EINVAL;
 	}
 	return 0;
 }
