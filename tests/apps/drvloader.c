@@ -547,41 +547,19 @@ static const struct option drv_options_table[] = {
  */
 static int drv_parse_option(void *ctx, int opt, const char *arg)
 {
+	static const char *const streams[] = { "created", "default", NULL };
 	struct drv_options *o = ctx;
-	uint64_t v = 0;
-	int err = 0;
+	const struct loader_field fields[] = {
+		LOADER_SHAPE_FIELDS(&o->shape),
+		LOADER_NUMBER(OPT_THREADS, 1, 256, o->threads),
+		LOADER_FLAG(OPT_PER_THREAD, o->per_thread, 1),
+		LOADER_FLAG(OPT_LEGACY, o->legacy_getproc, 1),
+		LOADER_FLAG(OPT_BEFORE_INIT, o->before_init, 1),
+		LOADER_NUMBER(OPT_VERSION, 0, INT32_MAX, o->version),
+		LOADER_WORDS(OPT_STREAM, streams, o->default_stream),
+	};
 
-	switch (opt) {
-	case OPT_THREADS:
-		err = loader_parse_u64(arg, 256, &v) || v == 0;
-		o->threads = (unsigned)v;
-		break;
-	case OPT_PER_THREAD:
-		o->per_thread = 1;
-		break;
-	case OPT_LEGACY:
-		o->legacy_getproc = 1;
-		break;
-	case OPT_BEFORE_INIT:
-		o->before_init = 1;
-		break;
-	case OPT_VERSION:
-		err = loader_parse_u64(arg, INT32_MAX, &v);
-		o->version = (int)v;
-		break;
-	case OPT_STREAM:
-		if (!strcmp(arg, "created"))
-			o->default_stream = 0;
-		else if (!strcmp(arg, "default"))
-			o->default_stream = 1;
-		else
-			err = 1;
-		break;
-	default:
-		err = loader_shape_parse_option(&o->shape, opt, arg) != 0;
-		break;
-	}
-	return err;
+	return loader_fields_parse(fields, LOADER_COUNT(fields), opt, arg) != 0;
 }
 
 /*

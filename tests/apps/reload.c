@@ -153,41 +153,20 @@ static const struct option reload_options_table[] = {
 static int reload_parse_option(void *ctx, int opt, const char *arg)
 {
 	struct reload_options *o = ctx;
-	uint64_t v = 0;
-	int err = 0;
+	const struct loader_field fields[] = {
+		LOADER_NUMBER(OPT_ROUNDS, 1, 100000, o->rounds),
+		LOADER_NUMBER(OPT_SAMPLES, 1, 1ULL << 24, o->samples),
+		LOADER_NUMBER(OPT_ROW, 1, 1ULL << 24, o->row),
+		LOADER_NUMBER(OPT_BATCH, 1, 1ULL << 16, o->batch),
+		LOADER_NUMBER(OPT_SEED, 0, UINT64_MAX, o->seed),
+		LOADER_FLAG(OPT_DIRECT, o->direct, 1),
+	};
 
-	switch (opt) {
-	case OPT_ROUNDS:
-		err = loader_parse_u64(arg, 100000, &v) || v == 0;
-		o->rounds = (unsigned)v;
-		break;
-	case OPT_SAMPLES:
-		err = loader_parse_u64(arg, 1ULL << 24, &v) || v == 0;
-		o->samples = (size_t)v;
-		break;
-	case OPT_ROW:
-		err = loader_parse_u64(arg, 1ULL << 24, &v) || v == 0;
-		o->row = (size_t)v;
-		break;
-	case OPT_BATCH:
-		err = loader_parse_u64(arg, 1ULL << 16, &v) || v == 0;
-		o->batch = (size_t)v;
-		break;
-	case OPT_SEED:
-		err = loader_parse_u64(arg, UINT64_MAX, &v);
-		o->seed = v;
-		break;
-	case OPT_DIRECT:
-		o->direct = 1;
-		break;
-	case OPT_LIB:
+	if (opt == OPT_LIB) {
 		o->lib = arg;
-		break;
-	default:
-		err = 1;
-		break;
+		return 0;
 	}
-	return err;
+	return loader_fields_parse(fields, LOADER_COUNT(fields), opt, arg) != 0;
 }
 
 /* Parses the command line into o. Returns 0, RELOAD_USAGE, or -1 after --help. */

@@ -60,7 +60,7 @@ enum trainer_status {
 	TRAINER_CUDA = 3,
 };
 
-/* The stream kinds a run can put its copies on (--stream). */
+/* The stream kinds a run can put its copies on (--stream's words, in order). */
 enum trainer_stream_mode {
 	TRAINER_STREAM_LEGACY,
 	TRAINER_STREAM_PTDS,
@@ -69,7 +69,7 @@ enum trainer_stream_mode {
 	TRAINER_STREAM_THREADS,
 };
 
-/* Device allocation entry points for --alloc-api. */
+/* Device allocation entry points (--alloc-api's words, in order). */
 enum trainer_alloc_api {
 	TRAINER_ALLOC_MALLOC,
 	TRAINER_ALLOC_ASYNC,
@@ -89,7 +89,7 @@ enum trainer_copy_api {
 	TRAINER_COPY_2D,          /* cudaMemcpy2D[Async], pitches == width */
 };
 
-/* Where the device batch buffers live (--buffers). */
+/* Where the device batch buffers live (--buffers's words, in order). */
 enum trainer_buffers {
 	TRAINER_BUFFERS_MALLOC,   /* cudaMalloc */
 	TRAINER_BUFFERS_VMM,      /* one cuMemCreate + cuMemMap range each */
@@ -444,97 +444,39 @@ static int trainer_parse_copy_api(struct trainer *t, const char *arg)
  */
 static int trainer_parse_option(void *ctx, int opt, const char *arg)
 {
+	static const char *const modes[] = {
+		"legacy", "ptds", "nonblocking", "multi", "threads", NULL,
+	};
+	static const char *const allocs[] = {
+		"malloc", "async", "managed", "pitch", "driver", "vmm", NULL,
+	};
+	static const char *const buffers[] = { "malloc", "vmm", NULL };
 	struct trainer *t = ctx;
-	uint64_t v = 0;
-	int err = 0;
+	const struct loader_field fields[] = {
+		LOADER_SHAPE_FIELDS(&t->shape),
+		LOADER_WORDS(OPT_STREAM, modes, t->mode),
+		LOADER_NUMBER(OPT_STREAMS, 1, 256, t->nstreams),
+		LOADER_NUMBER(OPT_THREADS, 1, 256, t->nthreads),
+		LOADER_FLAG(OPT_SYNC, t->sync, 1),
+		LOADER_NUMBER(OPT_MASK_ROW, 0, 1ULL << 32, t->mask_row),
+		LOADER_NUMBER(OPT_AUGMENT, 0, 1000000, t->augment),
+		LOADER_WORDS(OPT_BUFFERS, buffers, t->buffers),
+		LOADER_NUMBER(OPT_DUP, 0, 100, t->dup_pct),
+		LOADER_FLAG(OPT_PARTIAL, t->drop_last, 0),
+		LOADER_FLAG(OPT_DROP_LAST, t->drop_last, 1),
+		LOADER_WORDS(OPT_ALLOC_API, allocs, t->alloc_api),
+		LOADER_NUMBER(OPT_DEVICE, 0, 1024, t->device),
+	};
 
-	switch (opt) {
-	case OPT_STREAM:
-		if (!strcmp(arg, "legacy"))
-			t->mode = TRAINER_STREAM_LEGACY;
-		else if (!strcmp(arg, "ptds"))
-			t->mode = TRAINER_STREAM_PTDS;
-		else if (!strcmp(arg, "nonblocking"))
-			t->mode = TRAINER_STREAM_NONBLOCKING;
-		else if (!strcmp(arg, "multi"))
-			t->mode = TRAINER_STREAM_MULTI;
-		else if (!strcmp(arg, "threads"))
-			t->mode = TRAINER_STREAM_THREADS;
-		else
-			err = 1;
-		break;
-	case OPT_STREAMS:
-		err = loader_parse_u64(arg, 256, &v) || v == 0;
-		t->nstreams = (unsigned)v;
-		break;
-	case OPT_THREADS:
-		err = loader_parse_u64(arg, 256, &v) || v == 0;
-		t->nthreads = (unsigned)v;
-		break;
-	case OPT_SYNC:
-		t->sync = 1;
-		break;
-	case OPT_COPY_API:
-		err = trainer_parse_copy_api(t, arg);
-		break;
-	case OPT_MASK_ROW:
-		err = loader_parse_u64(arg, 1ULL << 32, &v);
-		t->mask_row = (size_t)v;
-		break;
-	case OPT_AUGMENT:
-		if (!strcmp(arg, "-1")) {
-			t->augment = -1;
-		} else {
-			err = loader_parse_u64(arg, 1000000, &v);
-			t->augment = (long)v;
-		}
-		break;
-	case OPT_BUFFERS:
-		if (!strcmp(arg, "malloc"))
-			t->buffers = TRAINER_BUFFERS_MALLOC;
-		else if (!strcmp(arg, "vmm"))
-			t->buffers = TRAINER_BUFFERS_VMM;
-		else
-			err = 1;
-		break;
-	case OPT_DUP:
-		err = loader_parse_u64(arg, 100, &v);
-		t->dup_pct = (unsigned)v;
-		break;
-	case OPT_PARTIAL:
-		t->drop_last = 0;
-		break;
-	case OPT_DROP_LAST:
-		t->drop_last = 1;
-		break;
-	case OPT_ALLOC_MID:
-		err = trainer_parse_alloc_mid(t, arg) != 0;
-		break;
-	case OPT_ALLOC_API:
-		if (!strcmp(arg, "malloc"))
-			t->alloc_api = TRAINER_ALLOC_MALLOC;
-		else if (!strcmp(arg, "async"))
-			t->alloc_api = TRAINER_ALLOC_ASYNC;
-		else if (!strcmp(arg, "managed"))
-			t->alloc_api = TRAINER_ALLOC_MANAGED;
-		else if (!strcmp(arg, "pitch"))
-			t->alloc_api = TRAINER_ALLOC_PITCH;
-		else if (!strcmp(arg, "driver"))
-			t->alloc_api = TRAINER_ALLOC_DRIVER;
-		else if (!strcmp(arg, "vmm"))
-			t->alloc_api = TRAINER_ALLOC_VMM;
-		else
-			err = 1;
-		break;
-	case OPT_DEVICE:
-		err = loader_parse_u64(arg, 1024, &v);
-		t->device = (int)v;
-		break;
-	default:
-		err = loader_shape_parse_option(&t->shape, opt, arg) != 0;
-		break;
+	if (opt == OPT_COPY_API)
+		return trainer_parse_copy_api(t, arg);
+	if (opt == OPT_ALLOC_MID)
+		return trainer_parse_alloc_mid(t, arg) != 0;
+	if (opt == OPT_AUGMENT && !strcmp(arg, "-1")) {
+		t->augment = -1;
+		return 0;
 	}
-	return err;
+	return loader_fields_parse(fields, LOADER_COUNT(fields), opt, arg) != 0;
 }
 
 /*

@@ -157,56 +157,78 @@ static inline int loader_parse_u64(const char *s, uint64_t max, uint64_t *out)
 }
 
 /*
- * Parses one of the options of struct loader_shape into s. Returns 0, 1
- * for a bad value (the caller names it), or -ENOENT when opt is not one.
+ * An option that sets one unsigned integer or enum field of 4 or 8 bytes
+ * (to, size): an option with a value to a decimal number from min to max,
+ * or, when words is not NULL, to the index of the value in that
+ * NULL-terminated list; an option without a value to min (== max). Made
+ * with LOADER_NUMBER, LOADER_WORDS and LOADER_FLAG, which refuse a field
+ * of another size at compile time.
  */
-static inline int loader_shape_parse_option(struct loader_shape *s, int opt,
-					    const char *arg)
-{
-	uint64_t v = 0;
-	int err = 0;
+struct loader_field {
+	int opt;
+	uint64_t min;
+	uint64_t max;
+	const char *const *words;
+	void *to;
+	size_t size;
+};
 
-	switch (opt) {
-	case LOADER_OPT_SAMPLES:
-		err = loader_parse_u64(arg, 1ULL << 32, &v) || v == 0;
-		s->samples = (size_t)v;
-		break;
-	case LOADER_OPT_ROW:
-		err = loader_parse_u64(arg, 1ULL << 32, &v) || v == 0;
-		s->row = (size_t)v;
-		break;
-	case LOADER_OPT_BATCH:
-		err = loader_parse_u64(arg, 1ULL << 24, &v) || v == 0;
-		s->batch = (size_t)v;
-		break;
-	case LOADER_OPT_EPOCHS:
-		err = loader_parse_u64(arg, 1000000, &v) || v == 0;
-		s->epochs = (unsigned)v;
-		break;
-	case LOADER_OPT_SEED:
-		err = loader_parse_u64(arg, UINT64_MAX, &v);
-		s->seed = v;
-		break;
-	case LOADER_OPT_RING:
-		err = loader_parse_u64(arg, 1024, &v) || v == 0;
-		s->ring = (unsigned)v;
-		break;
-	case LOADER_OPT_PINNED:
-		s->pinned = 1;
-		break;
-	case LOADER_OPT_PAGEABLE:
-		s->pinned = 0;
-		break;
-	case LOADER_OPT_QUIET:
-		s->quiet = 1;
-		break;
-	case LOADER_OPT_CORRUPT_CHECK:
-		s->corrupt_check = 1;
-		break;
-	default:
-		return -ENOENT;
+#define LOADER_FIELD_SIZE(field)                                              \
+	(sizeof(field) + 0 * sizeof(struct {                                  \
+		int size_4_or_8 : (sizeof(field) == 4 || sizeof(field) == 8) ? 1 : -1; \
+	}))
+#define LOADER_NUMBER(opt, min, max, field)                                   \
+	{ (opt), (min), (max), NULL, &(field), LOADER_FIELD_SIZE(field) }
+#define LOADER_WORDS(opt, words, field)                                       \
+	{ (opt), 0, 0, (words), &(field), LOADER_FIELD_SIZE(field) }
+#define LOADER_FLAG(opt, field, value)                                        \
+	{ (opt), (value), (value), NULL, &(field), LOADER_FIELD_SIZE(field) }
+#define LOADER_COUNT(array) (sizeof(array) / sizeof((array)[0]))
+
+/* The fields of the struct loader_shape at s, to open a program's list. */
+#define LOADER_SHAPE_FIELDS(s)                                                \
+	LOADER_NUMBER(LOADER_OPT_SAMPLES, 1, 1ULL << 32, (s)->samples),       \
+	LOADER_NUMBER(LOADER_OPT_ROW, 1, 1ULL << 32, (s)->row),               \
+	LOADER_NUMBER(LOADER_OPT_BATCH, 1, 1ULL << 24, (s)->batch),           \
+	LOADER_NUMBER(LOADER_OPT_EPOCHS, 1, 1000000, (s)->epochs),            \
+	LOADER_NUMBER(LOADER_OPT_SEED, 0, UINT64_MAX, (s)->seed),             \
+	LOADER_NUMBER(LOADER_OPT_RING, 1, 1024, (s)->ring),                   \
+	LOADER_FLAG(LOADER_OPT_PINNED, (s)->pinned, 1),                       \
+	LOADER_FLAG(LOADER_OPT_PAGEABLE, (s)->pinned, 0),                     \
+	LOADER_FLAG(LOADER_OPT_QUIET, (s)->quiet, 1),                         \
+	LOADER_FLAG(LOADER_OPT_CORRUPT_CHECK, (s)->corrupt_check, 1)
+
+/*
+ * Sets the field of the option opt among the n fields from arg (NULL for
+ * an option without a value). Returns 0, 1 for a bad value (the caller
+ * names it), or -ENOENT when opt is none of them.
+ */
+static inline int loader_fields_parse(const struct loader_field *fields,
+				      size_t n, int opt, const char *arg)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct loader_field *f = &fields[i];
+		uint64_t v = f->min;
+		uint32_t v32;
+
+		if (f->opt != opt)
+			continue;
+		if (arg && f->words) {
+			for (v = 0; f->words[v] && strcmp(arg, f->words[v]); v++)
+				;
+			if (!f->words[v])
+				return 1;
+		} else if (arg && (loader_parse_u64(arg, f->max, &v) || v < f->min)) {
+			return 1;
+		}
+		v32 = (uint32_t)v;
+		if (f->size == sizeof(v))
+			memcpy(f->to, &v, sizeof(v));
+		else
+			memcpy(f->to, &v32, sizeof(v32));
+		return 0;
 	}
-	return err;
+	return -ENOENT;
 }
 
 /*
