@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the seeded generator (splitmix64) ---------------------------------- */
+/* ---- the seeded generator (splitmix64) ----------------------------------- */
 
 /* Advances the splitmix64 generator at *state and returns its next value. */
 static inline uint64_t loader_rng_next(uint64_t *state)
@@ -81,7 +81,7 @@ static inline void loader_order_identity(size_t *order, size_t n)
 		order[i] = i;
 }
 
-/* ---- the command line ------------------------------------------------------ */
+/* ---- the command line ---------------------------------------------------- */
 
 /*
  * Option codes of the options every loader has (struct loader_shape, and
@@ -127,7 +127,10 @@ struct loader_shape {
 	int corrupt_check;
 };
 
-/* Sets s to the defaults: 1000 rows of 3072 bytes, batches of 64, ... */
+/*
+ * Sets s to the defaults: 1000 rows of 3072 bytes, seed 1, batches of 64,
+ * 3 epochs, a ring of 4 pinned slots.
+ */
 static inline void loader_shape_defaults(struct loader_shape *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -310,7 +313,7 @@ static inline int loader_cli_parse(const struct loader_cli *c, int argc,
 	return 0;
 }
 
-/* ---- verification ---------------------------------------------------------- */
+/* ---- verification -------------------------------------------------------- */
 
 /*
  * A batch read back, for loader_batch_differs: the program, the epoch, the
@@ -377,7 +380,7 @@ static inline void loader_corrupt_once(atomic_int *done, unsigned char *p,
 		p[n / 2] ^= 0x5a;
 }
 
-/* ---- output ------------------------------------------------------------------ */
+/* ---- output -------------------------------------------------------------- */
 
 /*
  * Prints 'epoch E rows R bytes B', then ' seconds S' and ' device_h2d D'
@@ -412,7 +415,7 @@ static inline void loader_print_total(unsigned long long rows,
 	printf("\nverified OK\n");
 }
 
-/* ---- the emulated device's counters ---------------------------------------- */
+/* ---- the emulated device's counters -------------------------------------- */
 
 /* fakecuda_counter: the emulated device's counter of that name. */
 typedef unsigned long long loader_counter_fn(const char *name);
