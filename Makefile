@@ -168,20 +168,20 @@ $(B)/apps/%: tests/apps/%.c | $(B)/apps
 # run time libcuda.so.1 is the emulated device or the real driver.
 CUDASTUBS := -L$(CUDA_HOME)/lib64/stubs
 
-$(B)/apps/trainer: tests/apps/trainer.c | $(B)/apps
+$(B)/apps/trainer: tests/apps/trainer.c tests/apps/lib/loader.h | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< $(APP_LDFLAGS) -lcudart $(CUDASTUBS) -lcuda -lm
 
 # drvloader reaches the driver only through dlopen + cuGetProcAddress, as a
 # statically linked runtime does: linked with neither libcudart nor libcuda.
-$(B)/apps/drvloader: tests/apps/drvloader.c | $(B)/apps
+$(B)/apps/drvloader: tests/apps/drvloader.c tests/apps/lib/loader.h | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< -Wl,-z,now -pthread -ldl
 
 # reload loads, uses and unloads the runtime round after round: the program
 # links neither libcudart nor libcuda; the library it loads links libcudart.
-$(B)/apps/reload: tests/apps/reload.c tests/apps/lib/reload_work.h $(B)/apps/libreload.so | $(B)/apps
+$(B)/apps/reload: tests/apps/reload.c tests/apps/lib/reload_work.h tests/apps/lib/loader.h $(B)/apps/libreload.so | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< -Wl,-z,now -ldl
 
-$(B)/apps/libreload.so: tests/apps/lib/reloadlib.c tests/apps/lib/reload_work.h | $(B)/apps
+$(B)/apps/libreload.so: tests/apps/lib/reloadlib.c tests/apps/lib/reload_work.h tests/apps/lib/loader.h | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -fPIC -fvisibility=hidden -shared -o $@ $< \
 		$(CUDALIB) -Wl,-z,defs -lcudart
 
@@ -198,7 +198,7 @@ $(B)/apps/dltest: tests/apps/dltest.c $(DLT_LIBS) | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -rdynamic -o $@ $< $(APP_LDFLAGS) \
 		-L$(B)/apps -Wl,-rpath,'$$ORIGIN' -ldlt_a -ldlt_b -lcudart -ldl -lm
 
-$(B)/apps/trainer_ptsz: tests/apps/trainer.c | $(B)/apps
+$(B)/apps/trainer_ptsz: tests/apps/trainer.c tests/apps/lib/loader.h | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 \
 		-o $@ $< $(APP_LDFLAGS) -lcudart $(CUDASTUBS) -lcuda -lm
 

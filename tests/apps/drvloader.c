@@ -35,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/loader.h"
+
 /* What a run can end with; the values are the process exit statuses. */
 enum drv_status {
 	DRV_OK = 0,
@@ -49,7 +51,6 @@ typedef CUresult drv_getproc_fn(const char *symbol, void **pfn, int version,
 				CUdriverProcAddressQueryResult *status);
 typedef CUresult drv_getproc_legacy_fn(const char *symbol, void **pfn,
 				       int version, cuuint64_t flags);
-typedef unsigned long long drv_counter_fn(const char *name);
 
 /*
  * The entry points the loader uses, all taken through the lookup function:
@@ -82,23 +83,15 @@ struct drv_api {
 };
 #undef DRV_FIELD
 
-/* Options of the run. */
+/* Options of the run: those of every loader, then the driver's own. */
 struct drv_options {
-	size_t samples;
-	size_t row;
-	size_t batch;
-	unsigned epochs;
-	uint64_t seed;
-	unsigned ring;
+	struct loader_shape shape;
 	unsigned threads;
 	int version;
-	int pinned;
 	int per_thread;
 	int legacy_getproc;
 	int before_init;
 	int default_stream;
-	int quiet;
-	int corrupt_check;
 };
 
 struct drv_loader;
@@ -130,7 +123,7 @@ struct drv_worker {
 struct drv_loader {
 	struct drv_options o;
 	void *handle;
-	drv_counter_fn *counter;
+	loader_counter_fn *counter;
 	unsigned char *data;
 	size_t *order;
 	size_t nbatches;
@@ -183,53 +176,6 @@ static const char drv_help_text[] =
 	"stdout: 'epoch E rows R bytes B [device_h2d D]' per epoch, then\n"
 	"'total rows R bytes B copies C [device_h2d D]' and 'verified OK'.\n"
 	"Exit: 0 verified, 1 mismatch, 2 bad option, 3 CUDA error.\n";
-
-/* Advances the splitmix64 generator at *state and returns its next value. */
-static uint64_t drv_rng_next(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-/* Returns a uniform value below bound (bound > 0), without modulo bias. */
-static uint64_t drv_rng_below(uint64_t *state, uint64_t bound)
-{
-	uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
-	uint64_t v;
-
-	do
-		v = drv_rng_next(state);
-	while (v >= limit);
-	return v % bound;
-}
-
-/* Fills n bytes at p from the generator. */
-static void drv_rng_fill(uint64_t *state, unsigned char *p, size_t n)
-{
-	while (n > 0) {
-		uint64_t v = drv_rng_next(state);
-		size_t k = n < sizeof(v) ? n : sizeof(v);
-
-		memcpy(p, &v, k);
-		p += k;
-		n -= k;
-	}
-}
-
-/* Shuffles the n entries of a in place (Fisher-Yates). */
-static void drv_rng_shuffle(uint64_t *state, size_t *a, size_t n)
-{
-	for (size_t i = n; i > 1; i--) {
-		size_t j = (size_t)drv_rng_below(state, i);
-		size_t tmp = a[i - 1];
-
-		a[i - 1] = a[j];
-		a[j] = tmp;
-	}
-}
 
 /*
  * Reports a failed driver call on stderr (with its name when cuGetErrorName
@@ -339,16 +285,16 @@ out:
 static enum drv_status drv_worker_init(struct drv_worker *w)
 {
 	const struct drv_options *o = &w->l->o;
-	size_t bytes = o->batch * o->row;
+	size_t bytes = o->shape.batch * o->shape.row;
 	enum drv_status status = DRV_OK;
 
-	w->staging = calloc(o->ring, sizeof(*w->staging));
-	w->copied = calloc(o->ring, sizeof(*w->copied));
-	w->used = calloc(o->ring, sizeof(*w->used));
-	w->devbuf = calloc(2 * (size_t)o->ring, sizeof(*w->devbuf));
-	w->dev_batch = calloc(2 * (size_t)o->ring, sizeof(*w->dev_batch));
-	w->dev_count = calloc(2 * (size_t)o->ring, sizeof(*w->dev_count));
-	w->pending = calloc(2 * (size_t)o->ring, sizeof(*w->pending));
+	w->staging = calloc(o->shape.ring, sizeof(*w->staging));
+	w->copied = calloc(o->shape.ring, sizeof(*w->copied));
+	w->used = calloc(o->shape.ring, sizeof(*w->used));
+	w->devbuf = calloc(2 * (size_t)o->shape.ring, sizeof(*w->devbuf));
+	w->dev_batch = calloc(2 * (size_t)o->shape.ring, sizeof(*w->dev_batch));
+	w->dev_count = calloc(2 * (size_t)o->shape.ring, sizeof(*w->dev_count));
+	w->pending = calloc(2 * (size_t)o->shape.ring, sizeof(*w->pending));
 	if (!w->staging || !w->copied || !w->used || !w->devbuf ||
 	    !w->dev_batch || !w->dev_count || !w->pending) {
 		fprintf(stderr, "drvloader: out of host memory\n");
@@ -357,8 +303,8 @@ static enum drv_status drv_worker_init(struct drv_worker *w)
 	}
 	if (!o->default_stream)
 		DRV_CHECK(w, status, w->api.stream_create(&w->stream, CU_STREAM_DEFAULT), out);
-	for (unsigned i = 0; i < o->ring; i++) {
-		if (o->pinned) {
+	for (unsigned i = 0; i < o->shape.ring; i++) {
+		if (o->shape.pinned) {
 			DRV_CHECK(w, status, w->api.host_alloc((void **)&w->staging[i],
 					bytes, 0), out);
 		} else if (!(w->staging[i] = malloc(bytes))) {
@@ -369,9 +315,9 @@ static enum drv_status drv_worker_init(struct drv_worker *w)
 		DRV_CHECK(w, status, w->api.event_create(&w->copied[i],
 				CU_EVENT_DISABLE_TIMING), out);
 	}
-	for (unsigned i = 0; i < 2 * o->ring; i++)
+	for (unsigned i = 0; i < 2 * o->shape.ring; i++)
 		DRV_CHECK(w, status, w->api.mem_alloc(&w->devbuf[i], bytes), out);
-	if (o->pinned)
+	if (o->shape.pinned)
 		DRV_CHECK(w, status, w->api.host_alloc((void **)&w->check, bytes, 0), out);
 	else if (!(w->check = malloc(bytes))) {
 		fprintf(stderr, "drvloader: out of host memory\n");
@@ -384,22 +330,22 @@ out:
 /* Frees what drv_worker_init made, after the worker's stream is idle. */
 static void drv_worker_release(struct drv_worker *w)
 {
-	const struct drv_options *o = &w->l->o;
+	const struct loader_shape *shape = &w->l->o.shape;
 
 	if (!w->ctx)
 		goto out;
 	w->api.stream_sync(w->stream);
-	for (unsigned i = 0; w->staging && i < o->ring; i++) {
+	for (unsigned i = 0; w->staging && i < shape->ring; i++) {
 		if (w->staging[i])
-			o->pinned ? (void)w->api.host_free(w->staging[i]) : free(w->staging[i]);
+			shape->pinned ? (void)w->api.host_free(w->staging[i]) : free(w->staging[i]);
 		if (w->copied[i])
 			w->api.event_destroy(w->copied[i]);
 	}
-	for (unsigned i = 0; w->devbuf && i < 2 * o->ring; i++)
+	for (unsigned i = 0; w->devbuf && i < 2 * shape->ring; i++)
 		if (w->devbuf[i])
 			w->api.mem_free(w->devbuf[i]);
 	if (w->check)
-		o->pinned ? (void)w->api.host_free(w->check) : free(w->check);
+		shape->pinned ? (void)w->api.host_free(w->check) : free(w->check);
 	if (w->stream)
 		w->api.stream_destroy(w->stream);
 	if (w->ctx)
@@ -429,37 +375,22 @@ out:
 static enum drv_status drv_worker_verify(struct drv_worker *w, unsigned i)
 {
 	struct drv_loader *l = w->l;
-	const struct drv_options *o = &l->o;
-	size_t first = w->dev_batch[i] * o->batch;
+	const struct loader_shape *s = &l->o.shape;
+	const struct loader_batch batch = {
+		.prog = "drvloader", .epoch = l->epoch, .index = w->dev_batch[i],
+		.order = l->order + w->dev_batch[i] * s->batch,
+		.count = w->dev_count[i],
+	};
 	enum drv_status status;
-	int expected = 0;
 
 	w->pending[i] = 0;
 	DRV_CHECK(w, status, w->api.dtoh(w->check, w->devbuf[i],
-			w->dev_count[i] * o->row, w->stream), out);
+			w->dev_count[i] * s->row, w->stream), out);
 	DRV_CHECK(w, status, w->api.stream_sync(w->stream), out);
-	if (o->corrupt_check && atomic_compare_exchange_strong(&l->corrupted, &expected, 1))
-		w->check[w->dev_count[i] * o->row / 2] ^= 0x5a;
-	for (size_t j = 0; j < w->dev_count[i]; j++) {
-		size_t sample = l->order[first + j];
-		const unsigned char *want = l->data + sample * o->row;
-		const unsigned char *have = w->check + j * o->row;
-
-		if (!memcmp(want, have, o->row))
-			continue;
-		for (size_t x = 0; x < o->row; x++) {
-			if (want[x] == have[x])
-				continue;
-			fprintf(stderr, "drvloader: MISMATCH epoch %u batch %zu byte %zu "
-				"(row %zu of the batch, sample %zu, offset %zu): "
-				"expected 0x%02x got 0x%02x\n", l->epoch,
-				w->dev_batch[i], j * o->row + x, j, sample, x,
-				want[x], have[x]);
-			break;
-		}
+	if (s->corrupt_check)
+		loader_corrupt_once(&l->corrupted, w->check, w->dev_count[i] * s->row);
+	if (loader_batch_differs(&batch, w->check, l->data, NULL, s->row))
 		status = DRV_MISMATCH;
-		goto out;
-	}
 out:
 	return status;
 }
@@ -472,11 +403,11 @@ out:
 static enum drv_status drv_worker_batch(struct drv_worker *w, size_t b)
 {
 	struct drv_loader *l = w->l;
-	const struct drv_options *o = &l->o;
-	unsigned s = (unsigned)(w->sequence % o->ring);
-	unsigned d = (unsigned)(w->sequence % (2 * o->ring));
-	size_t first = b * o->batch;
-	size_t count = o->samples - first < o->batch ? o->samples - first : o->batch;
+	const struct loader_shape *shape = &l->o.shape;
+	unsigned s = (unsigned)(w->sequence % shape->ring);
+	unsigned d = (unsigned)(w->sequence % (2 * shape->ring));
+	size_t first = b * shape->batch;
+	size_t count = loader_shape_batch_rows(shape, first);
 	enum drv_status status = DRV_OK;
 
 	if (w->used[s])
@@ -484,10 +415,10 @@ static enum drv_status drv_worker_batch(struct drv_worker *w, size_t b)
 	if (w->pending[d] && (status = drv_worker_verify(w, d)))
 		goto out;
 	for (size_t j = 0; j < count; j++)
-		memcpy(w->staging[s] + j * o->row,
-		       l->data + l->order[first + j] * o->row, o->row);
+		memcpy(w->staging[s] + j * shape->row,
+		       l->data + l->order[first + j] * shape->row, shape->row);
 	DRV_CHECK(w, status, w->api.htod(w->devbuf[d], w->staging[s],
-			count * o->row, w->stream), out);
+			count * shape->row, w->stream), out);
 	DRV_CHECK(w, status, w->api.event_record(w->copied[s], w->stream), out);
 	w->used[s] = 1;
 	w->dev_batch[d] = b;
@@ -504,7 +435,7 @@ out:
 static enum drv_status drv_worker_epoch(struct drv_worker *w)
 {
 	struct drv_loader *l = w->l;
-	unsigned ring = 2 * l->o.ring;
+	unsigned ring = 2 * l->o.shape.ring;
 	enum drv_status status = DRV_OK;
 
 	for (size_t b = w->index; b < l->nbatches; b += l->o.threads) {
@@ -523,12 +454,6 @@ out:
 	return status;
 }
 
-/* Returns the emulated device's count of host-to-device bytes, or 0. */
-static unsigned long long drv_device_h2d(const struct drv_loader *l)
-{
-	return l->counter ? l->counter("h2d_bytes") : 0;
-}
-
 /*
  * Between two barriers, one thread (the barrier's serial one) does what
  * belongs to the whole run: the epoch line of the finished epoch, then the
@@ -538,7 +463,7 @@ static void drv_between_epochs(struct drv_loader *l, unsigned done)
 {
 	if (done) {
 		unsigned long long rows = 0, copies = 0;
-		unsigned long long h2d = drv_device_h2d(l) - l->epoch_h2d_before;
+		unsigned long long h2d = loader_counter_h2d(l->counter) - l->epoch_h2d_before;
 
 		for (unsigned i = 0; i < l->o.threads; i++) {
 			rows += l->workers[i].rows;
@@ -548,18 +473,14 @@ static void drv_between_epochs(struct drv_loader *l, unsigned done)
 		l->rows += rows;
 		l->copies += copies;
 		l->device_h2d += h2d;
-		if (!l->o.quiet && !atomic_load(&l->failed)) {
-			printf("epoch %u rows %llu bytes %llu", done, rows, rows * l->o.row);
-			if (l->counter)
-				printf(" device_h2d %llu", h2d);
-			printf("\n");
-			fflush(stdout);
-		}
+		if (!l->o.shape.quiet && !atomic_load(&l->failed))
+			loader_print_epoch(done, rows, rows * l->o.shape.row, NULL,
+					   l->counter ? &h2d : NULL);
 	}
-	if (done < l->o.epochs) {
+	if (done < l->o.shape.epochs) {
 		l->epoch = done + 1;
-		drv_rng_shuffle(&l->rng, l->order, l->o.samples);
-		l->epoch_h2d_before = drv_device_h2d(l);
+		loader_rng_shuffle(&l->rng, l->order, l->o.shape.samples);
+		l->epoch_h2d_before = loader_counter_h2d(l->counter);
 	}
 }
 
@@ -592,7 +513,7 @@ static void *drv_worker_main(void *arg)
 	if (w->status)
 		atomic_store(&l->failed, 1);
 	drv_barrier(l, 0);
-	for (unsigned e = 1; e <= l->o.epochs; e++) {
+	for (unsigned e = 1; e <= l->o.shape.epochs; e++) {
 		if (!atomic_load(&l->failed)) {
 			w->status = drv_worker_epoch(w);
 			if (w->status)
@@ -604,126 +525,41 @@ static void *drv_worker_main(void *arg)
 	return NULL;
 }
 
-/* Parses an unsigned decimal number into *out. Returns 0 or -EINVAL. */
-static int drv_parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 enum drv_option {
-	OPT_SAMPLES = 256, OPT_ROW, OPT_BATCH, OPT_EPOCHS, OPT_SEED, OPT_RING,
-	OPT_THREADS, OPT_PINNED, OPT_PAGEABLE, OPT_PER_THREAD, OPT_LEGACY,
-	OPT_BEFORE_INIT, OPT_VERSION, OPT_STREAM, OPT_QUIET, OPT_HELP,
-	OPT_CORRUPT_CHECK,
+	OPT_THREADS = LOADER_OPT_NEXT, OPT_PER_THREAD, OPT_LEGACY,
+	OPT_BEFORE_INIT, OPT_VERSION, OPT_STREAM,
 };
 
 static const struct option drv_options_table[] = {
-	{ "samples", required_argument, NULL, OPT_SAMPLES },
-	{ "row", required_argument, NULL, OPT_ROW },
-	{ "batch", required_argument, NULL, OPT_BATCH },
-	{ "epochs", required_argument, NULL, OPT_EPOCHS },
-	{ "seed", required_argument, NULL, OPT_SEED },
-	{ "ring", required_argument, NULL, OPT_RING },
+	LOADER_SHAPE_OPTIONS,
 	{ "threads", required_argument, NULL, OPT_THREADS },
-	{ "pinned", no_argument, NULL, OPT_PINNED },
-	{ "pageable", no_argument, NULL, OPT_PAGEABLE },
 	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
 	{ "legacy-getproc", no_argument, NULL, OPT_LEGACY },
 	{ "resolve-before-init", no_argument, NULL, OPT_BEFORE_INIT },
 	{ "version", required_argument, NULL, OPT_VERSION },
 	{ "stream", required_argument, NULL, OPT_STREAM },
-	{ "quiet", no_argument, NULL, OPT_QUIET },
-	{ "help", no_argument, NULL, OPT_HELP },
-	/* Hidden: flips one byte of one readback, to prove verification works. */
-	{ "corrupt-check", no_argument, NULL, OPT_CORRUPT_CHECK },
 	{ NULL, 0, NULL, 0 },
 };
 
-/* Parses one option into o. Returns 0, or 1 for a bad value. */
-static int drv_parse_option(struct drv_options *o, int opt, const char *arg)
+/*
+ * Parses one option into the struct drv_options at ctx. Returns 0, or
+ * nonzero for a bad value.
+ */
+static int drv_parse_option(void *ctx, int opt, const char *arg)
 {
-	uint64_t v = 0;
-	int err = 0;
+	static const char *const streams[] = { "created", "default", NULL };
+	struct drv_options *o = ctx;
+	const struct loader_field fields[] = {
+		LOADER_SHAPE_FIELDS(&o->shape),
+		LOADER_NUMBER(OPT_THREADS, 1, 256, o->threads),
+		LOADER_FLAG(OPT_PER_THREAD, o->per_thread, 1),
+		LOADER_FLAG(OPT_LEGACY, o->legacy_getproc, 1),
+		LOADER_FLAG(OPT_BEFORE_INIT, o->before_init, 1),
+		LOADER_NUMBER(OPT_VERSION, 0, INT32_MAX, o->version),
+		LOADER_WORDS(OPT_STREAM, streams, o->default_stream),
+	};
 
-	switch (opt) {
-	case OPT_SAMPLES:
-		err = drv_parse_u64(arg, 1ULL << 32, &v) || v == 0;
-		o->samples = (size_t)v;
-		break;
-	case OPT_ROW:
-		err = drv_parse_u64(arg, 1ULL << 32, &v) || v == 0;
-		o->row = (size_t)v;
-		break;
-	case OPT_BATCH:
-		err = drv_parse_u64(arg, 1ULL << 24, &v) || v == 0;
-		o->batch = (size_t)v;
-		break;
-	case OPT_EPOCHS:
-		err = drv_parse_u64(arg, 1000000, &v) || v == 0;
-		o->epochs = (unsigned)v;
-		break;
-	case OPT_SEED:
-		err = drv_parse_u64(arg, UINT64_MAX, &v);
-		o->seed = v;
-		break;
-	case OPT_RING:
-		err = drv_parse_u64(arg, 1024, &v) || v == 0;
-		o->ring = (unsigned)v;
-		break;
-	case OPT_THREADS:
-		err = drv_parse_u64(arg, 256, &v) || v == 0;
-		o->threads = (unsigned)v;
-		break;
-	case OPT_PINNED:
-		o->pinned = 1;
-		break;
-	case OPT_PAGEABLE:
-		o->pinned = 0;
-		break;
-	case OPT_PER_THREAD:
-		o->per_thread = 1;
-		break;
-	case OPT_LEGACY:
-		o->legacy_getproc = 1;
-		break;
-	case OPT_BEFORE_INIT:
-		o->before_init = 1;
-		break;
-	case OPT_VERSION:
-		err = drv_parse_u64(arg, INT32_MAX, &v);
-		o->version = (int)v;
-		break;
-	case OPT_STREAM:
-		if (!strcmp(arg, "created"))
-			o->default_stream = 0;
-		else if (!strcmp(arg, "default"))
-			o->default_stream = 1;
-		else
-			err = 1;
-		break;
-	case OPT_QUIET:
-		o->quiet = 1;
-		break;
-	case OPT_CORRUPT_CHECK:
-		o->corrupt_check = 1;
-		break;
-	default:
-		err = 1;
-		break;
-	}
-	if (err && arg)
-		fprintf(stderr, "drvloader: bad value '%s' for an option\n", arg);
-	return err;
+	return loader_fields_parse(fields, LOADER_COUNT(fields), opt, arg) != 0;
 }
 
 /*
@@ -732,37 +568,22 @@ static int drv_parse_option(struct drv_options *o, int opt, const char *arg)
  */
 static int drv_parse_args(struct drv_options *o, int argc, char **argv)
 {
-	int opt;
+	const struct loader_cli cli = {
+		.prog = "drvloader", .options = drv_options_table,
+		.usage = drv_usage_line, .help = drv_help_text,
+		.parse = drv_parse_option, .ctx = o,
+	};
+	int err;
 
-	o->samples = 1000;
-	o->row = 3072;
-	o->batch = 64;
-	o->epochs = 3;
-	o->seed = 1;
-	o->ring = 4;
+	loader_shape_defaults(&o->shape);
 	o->threads = 1;
 	o->version = CUDA_VERSION;
-	o->pinned = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "", drv_options_table, NULL)) != -1) {
-		if (opt == OPT_HELP) {
-			fputs(drv_usage_line, stdout);
-			fputs(drv_help_text, stdout);
-			return -1;
-		}
-		if (opt == '?') {
-			fprintf(stderr, "drvloader: unknown option or missing value: %s\n",
-				argv[optind - 1]);
-			goto usage;
-		}
-		if (drv_parse_option(o, opt, optarg))
-			goto usage;
-	}
-	if (optind < argc) {
-		fprintf(stderr, "drvloader: unexpected argument '%s'\n", argv[optind]);
+	err = loader_cli_parse(&cli, argc, argv);
+	if (err > 0)
+		return -1;
+	if (err)
 		goto usage;
-	}
-	if (o->row > SIZE_MAX / o->samples || o->row > SIZE_MAX / o->batch / 2) {
+	if (!loader_shape_fits(&o->shape, o->shape.row)) {
 		fprintf(stderr, "drvloader: dataset too large\n");
 		goto usage;
 	}
@@ -776,21 +597,21 @@ usage:
 static enum drv_status drv_dataset_init(struct drv_loader *l)
 {
 	const struct drv_options *o = &l->o;
+	const struct loader_shape *s = &o->shape;
 
-	l->data = malloc(o->samples * o->row);
-	l->order = calloc(o->samples, sizeof(*l->order));
+	l->data = malloc(s->samples * s->row);
+	l->order = calloc(s->samples, sizeof(*l->order));
 	if (!l->data || !l->order) {
 		fprintf(stderr, "drvloader: out of host memory (dataset)\n");
 		return DRV_CUDA;
 	}
-	l->rng = o->seed;
-	drv_rng_fill(&l->rng, l->data, o->samples * o->row);
-	for (size_t i = 0; i < o->samples; i++)
-		l->order[i] = i;
-	l->nbatches = (o->samples + o->batch - 1) / o->batch;
-	if (!o->quiet)
+	l->rng = s->seed;
+	loader_rng_fill(&l->rng, l->data, s->samples * s->row);
+	loader_order_identity(l->order, s->samples);
+	l->nbatches = (s->samples + s->batch - 1) / s->batch;
+	if (!s->quiet)
 		printf("dataset samples %zu row %zu batch %zu batches %zu threads %u\n",
-		       o->samples, o->row, o->batch, l->nbatches, o->threads);
+		       s->samples, s->row, s->batch, l->nbatches, o->threads);
 	return DRV_OK;
 }
 
@@ -815,9 +636,7 @@ int main(int argc, char **argv)
 		status = DRV_CUDA;
 		goto out_free;
 	}
-	*(void **)&l.counter = dlsym(RTLD_DEFAULT, "fakecuda_counter");
-	if (!l.counter)
-		*(void **)&l.counter = dlsym(l.handle, "fakecuda_counter");
+	l.counter = loader_counter_find(l.handle);
 	l.workers = calloc(l.o.threads, sizeof(*l.workers));
 	if (!l.workers || pthread_barrier_init(&l.barrier, NULL, l.o.threads)) {
 		fprintf(stderr, "drvloader: out of host memory (threads)\n");
@@ -847,11 +666,8 @@ int main(int argc, char **argv)
 	}
 	pthread_barrier_destroy(&l.barrier);
 	if (!status) {
-		printf("total rows %llu bytes %llu copies %llu", l.rows,
-		       l.rows * l.o.row, l.copies);
-		if (l.counter)
-			printf(" device_h2d %llu", l.device_h2d);
-		printf("\nverified OK\n");
+		loader_print_total(l.rows, l.rows * l.o.shape.row, l.copies,
+				   l.counter ? &l.device_h2d : NULL);
 	} else if (status == DRV_MISMATCH) {
 		printf("verification FAILED\n");
 	}

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/loader.h"
 #include "lib/reload_work.h"
 
 #define RELOAD_USAGE 2
@@ -130,24 +131,8 @@ static int reload_round_direct(struct reload_round *r)
 	return status;
 }
 
-/* Parses an unsigned decimal number into *out. Returns 0 or -EINVAL. */
-static int reload_parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-enum { OPT_ROUNDS = 256, OPT_SAMPLES, OPT_ROW, OPT_BATCH, OPT_SEED,
-       OPT_DIRECT, OPT_LIB, OPT_HELP };
+enum { OPT_ROUNDS = LOADER_OPT_NEXT, OPT_SAMPLES, OPT_ROW, OPT_BATCH,
+       OPT_SEED, OPT_DIRECT, OPT_LIB };
 
 static const struct option reload_options_table[] = {
 	{ "rounds", required_argument, NULL, OPT_ROUNDS },
@@ -157,65 +142,52 @@ static const struct option reload_options_table[] = {
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "direct", no_argument, NULL, OPT_DIRECT },
 	{ "lib", required_argument, NULL, OPT_LIB },
-	{ "help", no_argument, NULL, OPT_HELP },
+	{ "help", no_argument, NULL, LOADER_OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
+
+/*
+ * Parses one option into the struct reload_options at ctx. Returns 0, or
+ * nonzero for a bad value.
+ */
+static int reload_parse_option(void *ctx, int opt, const char *arg)
+{
+	struct reload_options *o = ctx;
+	const struct loader_field fields[] = {
+		LOADER_NUMBER(OPT_ROUNDS, 1, 100000, o->rounds),
+		LOADER_NUMBER(OPT_SAMPLES, 1, 1ULL << 24, o->samples),
+		LOADER_NUMBER(OPT_ROW, 1, 1ULL << 24, o->row),
+		LOADER_NUMBER(OPT_BATCH, 1, 1ULL << 16, o->batch),
+		LOADER_NUMBER(OPT_SEED, 0, UINT64_MAX, o->seed),
+		LOADER_FLAG(OPT_DIRECT, o->direct, 1),
+	};
+
+	if (opt == OPT_LIB) {
+		o->lib = arg;
+		return 0;
+	}
+	return loader_fields_parse(fields, LOADER_COUNT(fields), opt, arg) != 0;
+}
 
 /* Parses the command line into o. Returns 0, RELOAD_USAGE, or -1 after --help. */
 static int reload_parse_args(struct reload_options *o, int argc, char **argv)
 {
-	uint64_t v;
-	int opt, err;
+	const struct loader_cli cli = {
+		.prog = "reload", .options = reload_options_table,
+		.usage = reload_usage_line, .parse = reload_parse_option, .ctx = o,
+		.terse = 1,
+	};
+	int err;
 
 	o->rounds = 4;
 	o->samples = 256;
 	o->row = 3072;
 	o->batch = 32;
 	o->seed = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "", reload_options_table, NULL)) != -1) {
-		err = 0;
-		v = 0;
-		switch (opt) {
-		case OPT_ROUNDS:
-			err = reload_parse_u64(optarg, 100000, &v) || v == 0;
-			o->rounds = (unsigned)v;
-			break;
-		case OPT_SAMPLES:
-			err = reload_parse_u64(optarg, 1ULL << 24, &v) || v == 0;
-			o->samples = (size_t)v;
-			break;
-		case OPT_ROW:
-			err = reload_parse_u64(optarg, 1ULL << 24, &v) || v == 0;
-			o->row = (size_t)v;
-			break;
-		case OPT_BATCH:
-			err = reload_parse_u64(optarg, 1ULL << 16, &v) || v == 0;
-			o->batch = (size_t)v;
-			break;
-		case OPT_SEED:
-			err = reload_parse_u64(optarg, UINT64_MAX, &v);
-			o->seed = v;
-			break;
-		case OPT_DIRECT:
-			o->direct = 1;
-			break;
-		case OPT_LIB:
-			o->lib = optarg;
-			break;
-		case OPT_HELP:
-			fputs(reload_usage_line, stdout);
-			return -1;
-		default:
-			fprintf(stderr, "reload: unknown option or missing value: %s\n",
-				argv[optind - 1]);
-			err = 1;
-			break;
-		}
-		if (err)
-			goto usage;
-	}
-	if (optind < argc)
+	err = loader_cli_parse(&cli, argc, argv);
+	if (err > 0)
+		return -1;
+	if (err)
 		goto usage;
 	return 0;
 usage:

@@ -37,7 +37,6 @@
  */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -49,6 +48,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/loader.h"
+
 #define TRAINER_LABEL 8
 
 /* What a run can end with; the values are the process exit statuses. */
@@ -59,7 +60,7 @@ enum trainer_status {
 	TRAINER_CUDA = 3,
 };
 
-/* The stream kinds a run can put its copies on (--stream). */
+/* The stream kinds a run can put its copies on (--stream's words, in order). */
 enum trainer_stream_mode {
 	TRAINER_STREAM_LEGACY,
 	TRAINER_STREAM_PTDS,
@@ -68,7 +69,7 @@ enum trainer_stream_mode {
 	TRAINER_STREAM_THREADS,
 };
 
-/* Device allocation entry points for --alloc-api. */
+/* Device allocation entry points (--alloc-api's words, in order). */
 enum trainer_alloc_api {
 	TRAINER_ALLOC_MALLOC,
 	TRAINER_ALLOC_ASYNC,
@@ -88,7 +89,7 @@ enum trainer_copy_api {
 	TRAINER_COPY_2D,          /* cudaMemcpy2D[Async], pitches == width */
 };
 
-/* Where the device batch buffers live (--buffers). */
+/* Where the device batch buffers live (--buffers's words, in order). */
 enum trainer_buffers {
 	TRAINER_BUFFERS_MALLOC,   /* cudaMalloc */
 	TRAINER_BUFFERS_VMM,      /* one cuMemCreate + cuMemMap range each */
@@ -110,9 +111,6 @@ struct trainer_vmm {
 	size_t created;
 	size_t mapped;
 };
-
-/* The counter hook of the emulated device, when it is loaded. */
-typedef unsigned long long trainer_counter_fn(const char *name);
 
 /* One staging buffer on the host and the event behind the copies reading it. */
 struct trainer_slot {
@@ -170,14 +168,8 @@ struct trainer_worker {
 
 /* The whole run: options, dataset, the epoch's sample order and workers. */
 struct trainer {
-	/* Options. */
-	size_t samples;
-	size_t row;
-	size_t batch;
-	unsigned epochs;
-	int pinned;
-	uint64_t seed;
-	unsigned ring;
+	/* Options: those of every loader, then the trainer's own. */
+	struct loader_shape shape;
 	enum trainer_stream_mode mode;
 	unsigned nstreams;
 	unsigned nthreads;
@@ -194,8 +186,6 @@ struct trainer {
 	size_t mask_row;
 	long augment;
 	int device;
-	int quiet;
-	int corrupt_check;
 
 	/* Dataset and per-epoch state. */
 	uint64_t rng;
@@ -213,7 +203,7 @@ struct trainer {
 	unsigned nworkers;
 	atomic_int stop;
 	atomic_int corrupted;
-	trainer_counter_fn *counter;
+	loader_counter_fn *counter;
 
 	/* Totals. */
 	unsigned long long rows;
@@ -288,53 +278,6 @@ static const char trainer_help_text[] =
 	"'total rows R bytes B copies C [device_h2d D]' and 'verified OK'.\n"
 	"Exit: 0 verified, 1 mismatch, 2 bad option, 3 CUDA error.\n";
 
-/* Advances the splitmix64 generator at *state and returns its next value. */
-static uint64_t trainer_rng_next(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-/* Returns a uniform value below bound (bound > 0), without modulo bias. */
-static uint64_t trainer_rng_below(uint64_t *state, uint64_t bound)
-{
-	uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
-	uint64_t v;
-
-	do
-		v = trainer_rng_next(state);
-	while (v >= limit);
-	return v % bound;
-}
-
-/* Fills n bytes at p from the generator. */
-static void trainer_rng_fill(uint64_t *state, unsigned char *p, size_t n)
-{
-	while (n > 0) {
-		uint64_t v = trainer_rng_next(state);
-		size_t k = n < sizeof(v) ? n : sizeof(v);
-
-		memcpy(p, &v, k);
-		p += k;
-		n -= k;
-	}
-}
-
-/* Shuffles the n entries of a in place (Fisher-Yates). */
-static void trainer_rng_shuffle(uint64_t *state, size_t *a, size_t n)
-{
-	for (size_t i = n; i > 1; i--) {
-		size_t j = (size_t)trainer_rng_below(state, i);
-		size_t tmp = a[i - 1];
-
-		a[i - 1] = a[j];
-		a[j] = tmp;
-	}
-}
-
 /* Returns seconds on the monotonic clock. */
 static double trainer_now(void)
 {
@@ -394,22 +337,6 @@ static enum trainer_status trainer_no_memory(const char *what)
 			goto label;                                          \
 	} while (0)
 
-/* Parses an unsigned decimal number into *out. Returns 0 or -EINVAL. */
-static int trainer_parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 /*
  * Parses a byte size with an optional K, M, G or T suffix (powers of 1024),
  * ending at stop (or at the end of the string). Returns 0 or -EINVAL.
@@ -439,24 +366,15 @@ static int trainer_parse_size(const char *s, const char **stop, size_t *out)
 	return 0;
 }
 
-/* Option codes for the long options that have no short form. */
+/* Codes of the trainer's own options, after those of every loader. */
 enum trainer_option {
-	OPT_SAMPLES = 256, OPT_ROW, OPT_BATCH, OPT_EPOCHS, OPT_PINNED,
-	OPT_PAGEABLE, OPT_SEED, OPT_RING, OPT_STREAM, OPT_STREAMS, OPT_THREADS,
-	OPT_SYNC, OPT_COPY_API, OPT_DUP, OPT_PARTIAL, OPT_DROP_LAST,
-	OPT_ALLOC_MID, OPT_ALLOC_API, OPT_DEVICE, OPT_QUIET, OPT_HELP,
-	OPT_CORRUPT_CHECK, OPT_MASK_ROW, OPT_AUGMENT, OPT_BUFFERS,
+	OPT_STREAM = LOADER_OPT_NEXT, OPT_STREAMS, OPT_THREADS, OPT_SYNC,
+	OPT_COPY_API, OPT_DUP, OPT_PARTIAL, OPT_DROP_LAST, OPT_ALLOC_MID,
+	OPT_ALLOC_API, OPT_DEVICE, OPT_MASK_ROW, OPT_AUGMENT, OPT_BUFFERS,
 };
 
 static const struct option trainer_options[] = {
-	{ "samples", required_argument, NULL, OPT_SAMPLES },
-	{ "row", required_argument, NULL, OPT_ROW },
-	{ "batch", required_argument, NULL, OPT_BATCH },
-	{ "epochs", required_argument, NULL, OPT_EPOCHS },
-	{ "pinned", no_argument, NULL, OPT_PINNED },
-	{ "pageable", no_argument, NULL, OPT_PAGEABLE },
-	{ "seed", required_argument, NULL, OPT_SEED },
-	{ "ring", required_argument, NULL, OPT_RING },
+	LOADER_SHAPE_OPTIONS,
 	{ "stream", required_argument, NULL, OPT_STREAM },
 	{ "streams", required_argument, NULL, OPT_STREAMS },
 	{ "threads", required_argument, NULL, OPT_THREADS },
@@ -471,10 +389,6 @@ static const struct option trainer_options[] = {
 	{ "alloc-mid", required_argument, NULL, OPT_ALLOC_MID },
 	{ "alloc-api", required_argument, NULL, OPT_ALLOC_API },
 	{ "device", required_argument, NULL, OPT_DEVICE },
-	{ "quiet", no_argument, NULL, OPT_QUIET },
-	{ "help", no_argument, NULL, OPT_HELP },
-	/* Hidden: flips one byte of one readback, to prove verification works. */
-	{ "corrupt-check", no_argument, NULL, OPT_CORRUPT_CHECK },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -487,7 +401,7 @@ static int trainer_parse_alloc_mid(struct trainer *t, const char *arg)
 	if (trainer_parse_size(arg, &stop, &t->alloc_bytes) || t->alloc_bytes == 0)
 		return -EINVAL;
 	if (*stop == '@') {
-		if (trainer_parse_u64(stop + 1, 1000000, &epoch) || epoch == 0)
+		if (loader_parse_u64(stop + 1, 1000000, &epoch) || epoch == 0)
 			return -EINVAL;
 	} else if (*stop) {
 		return -EINVAL;
@@ -525,142 +439,44 @@ static int trainer_parse_copy_api(struct trainer *t, const char *arg)
 }
 
 /*
- * Parses one option into t. Returns TRAINER_OK, or TRAINER_USAGE after
- * naming the bad value on stderr.
+ * Parses one option into the struct trainer at ctx. Returns 0, or
+ * nonzero for a bad value.
  */
-static enum trainer_status trainer_parse_option(struct trainer *t, int opt,
-						const char *arg)
+static int trainer_parse_option(void *ctx, int opt, const char *arg)
 {
-	uint64_t v = 0;
-	int err = 0;
+	static const char *const modes[] = {
+		"legacy", "ptds", "nonblocking", "multi", "threads", NULL,
+	};
+	static const char *const allocs[] = {
+		"malloc", "async", "managed", "pitch", "driver", "vmm", NULL,
+	};
+	static const char *const buffers[] = { "malloc", "vmm", NULL };
+	struct trainer *t = ctx;
+	const struct loader_field fields[] = {
+		LOADER_SHAPE_FIELDS(&t->shape),
+		LOADER_WORDS(OPT_STREAM, modes, t->mode),
+		LOADER_NUMBER(OPT_STREAMS, 1, 256, t->nstreams),
+		LOADER_NUMBER(OPT_THREADS, 1, 256, t->nthreads),
+		LOADER_FLAG(OPT_SYNC, t->sync, 1),
+		LOADER_NUMBER(OPT_MASK_ROW, 0, 1ULL << 32, t->mask_row),
+		LOADER_NUMBER(OPT_AUGMENT, 0, 1000000, t->augment),
+		LOADER_WORDS(OPT_BUFFERS, buffers, t->buffers),
+		LOADER_NUMBER(OPT_DUP, 0, 100, t->dup_pct),
+		LOADER_FLAG(OPT_PARTIAL, t->drop_last, 0),
+		LOADER_FLAG(OPT_DROP_LAST, t->drop_last, 1),
+		LOADER_WORDS(OPT_ALLOC_API, allocs, t->alloc_api),
+		LOADER_NUMBER(OPT_DEVICE, 0, 1024, t->device),
+	};
 
-	switch (opt) {
-	case OPT_SAMPLES:
-		err = trainer_parse_u64(arg, 1ULL << 32, &v) || v == 0;
-		t->samples = (size_t)v;
-		break;
-	case OPT_ROW:
-		err = trainer_parse_u64(arg, 1ULL << 32, &v) || v == 0;
-		t->row = (size_t)v;
-		break;
-	case OPT_BATCH:
-		err = trainer_parse_u64(arg, 1ULL << 24, &v) || v == 0;
-		t->batch = (size_t)v;
-		break;
-	case OPT_EPOCHS:
-		err = trainer_parse_u64(arg, 1000000, &v) || v == 0;
-		t->epochs = (unsigned)v;
-		break;
-	case OPT_PINNED:
-		t->pinned = 1;
-		break;
-	case OPT_PAGEABLE:
-		t->pinned = 0;
-		break;
-	case OPT_SEED:
-		err = trainer_parse_u64(arg, UINT64_MAX, &v);
-		t->seed = v;
-		break;
-	case OPT_RING:
-		err = trainer_parse_u64(arg, 1024, &v) || v == 0;
-		t->ring = (unsigned)v;
-		break;
-	case OPT_STREAM:
-		if (!strcmp(arg, "legacy"))
-			t->mode = TRAINER_STREAM_LEGACY;
-		else if (!strcmp(arg, "ptds"))
-			t->mode = TRAINER_STREAM_PTDS;
-		else if (!strcmp(arg, "nonblocking"))
-			t->mode = TRAINER_STREAM_NONBLOCKING;
-		else if (!strcmp(arg, "multi"))
-			t->mode = TRAINER_STREAM_MULTI;
-		else if (!strcmp(arg, "threads"))
-			t->mode = TRAINER_STREAM_THREADS;
-		else
-			err = 1;
-		break;
-	case OPT_STREAMS:
-		err = trainer_parse_u64(arg, 256, &v) || v == 0;
-		t->nstreams = (unsigned)v;
-		break;
-	case OPT_THREADS:
-		err = trainer_parse_u64(arg, 256, &v) || v == 0;
-		t->nthreads = (unsigned)v;
-		break;
-	case OPT_SYNC:
-		t->sync = 1;
-		break;
-	case OPT_COPY_API:
-		err = trainer_parse_copy_api(t, arg);
-		break;
-	case OPT_MASK_ROW:
-		err = trainer_parse_u64(arg, 1ULL << 32, &v);
-		t->mask_row = (size_t)v;
-		break;
-	case OPT_AUGMENT:
-		if (!strcmp(arg, "-1")) {
-			t->augment = -1;
-		} else {
-			err = trainer_parse_u64(arg, 1000000, &v);
-			t->augment = (long)v;
-		}
-		break;
-	case OPT_BUFFERS:
-		if (!strcmp(arg, "malloc"))
-			t->buffers = TRAINER_BUFFERS_MALLOC;
-		else if (!strcmp(arg, "vmm"))
-			t->buffers = TRAINER_BUFFERS_VMM;
-		else
-			err = 1;
-		break;
-	case OPT_DUP:
-		err = trainer_parse_u64(arg, 100, &v);
-		t->dup_pct = (unsigned)v;
-		break;
-	case OPT_PARTIAL:
-		t->drop_last = 0;
-		break;
-	case OPT_DROP_LAST:
-		t->drop_last = 1;
-		break;
-	case OPT_ALLOC_MID:
-		err = trainer_parse_alloc_mid(t, arg) != 0;
-		break;
-	case OPT_ALLOC_API:
-		if (!strcmp(arg, "malloc"))
-			t->alloc_api = TRAINER_ALLOC_MALLOC;
-		else if (!strcmp(arg, "async"))
-			t->alloc_api = TRAINER_ALLOC_ASYNC;
-		else if (!strcmp(arg, "managed"))
-			t->alloc_api = TRAINER_ALLOC_MANAGED;
-		else if (!strcmp(arg, "pitch"))
-			t->alloc_api = TRAINER_ALLOC_PITCH;
-		else if (!strcmp(arg, "driver"))
-			t->alloc_api = TRAINER_ALLOC_DRIVER;
-		else if (!strcmp(arg, "vmm"))
-			t->alloc_api = TRAINER_ALLOC_VMM;
-		else
-			err = 1;
-		break;
-	case OPT_DEVICE:
-		err = trainer_parse_u64(arg, 1024, &v);
-		t->device = (int)v;
-		break;
-	case OPT_QUIET:
-		t->quiet = 1;
-		break;
-	case OPT_CORRUPT_CHECK:
-		t->corrupt_check = 1;
-		break;
-	default:
-		err = 1;
-		break;
+	if (opt == OPT_COPY_API)
+		return trainer_parse_copy_api(t, arg);
+	if (opt == OPT_ALLOC_MID)
+		return trainer_parse_alloc_mid(t, arg) != 0;
+	if (opt == OPT_AUGMENT && !strcmp(arg, "-1")) {
+		t->augment = -1;
+		return 0;
 	}
-	if (!err)
-		return TRAINER_OK;
-	if (arg)
-		fprintf(stderr, "trainer: bad value '%s' for an option\n", arg);
-	return TRAINER_USAGE;
+	return loader_fields_parse(fields, LOADER_COUNT(fields), opt, arg) != 0;
 }
 
 /*
@@ -669,40 +485,25 @@ static enum trainer_status trainer_parse_option(struct trainer *t, int opt,
  */
 static int trainer_parse_args(struct trainer *t, int argc, char **argv)
 {
-	int opt;
+	const struct loader_cli cli = {
+		.prog = "trainer", .options = trainer_options,
+		.usage = trainer_usage_line, .help = trainer_help_text,
+		.parse = trainer_parse_option, .ctx = t,
+	};
+	int err;
 
-	t->samples = 1000;
-	t->row = 3 * 32 * 32;
-	t->batch = 64;
-	t->epochs = 3;
-	t->pinned = 1;
-	t->seed = 1;
-	t->ring = 4;
+	loader_shape_defaults(&t->shape);
 	t->mode = TRAINER_STREAM_LEGACY;
 	t->nstreams = 2;
 	t->nthreads = 2;
 	t->h2d_kind = cudaMemcpyHostToDevice;
 	t->d2h_kind = cudaMemcpyDeviceToHost;
 	t->alloc_epoch = 2;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "", trainer_options, NULL)) != -1) {
-		if (opt == OPT_HELP) {
-			fputs(trainer_usage_line, stdout);
-			fputs(trainer_help_text, stdout);
-			return -1;
-		}
-		if (opt == '?') {
-			fprintf(stderr, "trainer: unknown option or missing value: %s\n",
-				argv[optind - 1]);
-			goto usage;
-		}
-		if (trainer_parse_option(t, opt, optarg) != TRAINER_OK)
-			goto usage;
-	}
-	if (optind < argc) {
-		fprintf(stderr, "trainer: unexpected argument '%s'\n", argv[optind]);
+	err = loader_cli_parse(&cli, argc, argv);
+	if (err > 0)
+		return -1;
+	if (err)
 		goto usage;
-	}
 	if (t->sync && (t->copy_api == TRAINER_COPY_DRIVER ||
 			t->copy_api == TRAINER_COPY_GETPROC ||
 			t->copy_api == TRAINER_COPY_ENTRYPOINT)) {
@@ -718,14 +519,13 @@ static int trainer_parse_args(struct trainer *t, int argc, char **argv)
 			"stream: use them with --stream legacy, ptds or threads\n");
 		goto usage;
 	}
-	if (t->alloc_bytes && t->alloc_epoch > t->epochs) {
+	if (t->alloc_bytes && t->alloc_epoch > t->shape.epochs) {
 		fprintf(stderr, "trainer: --alloc-mid epoch %u is past --epochs %u\n",
-			t->alloc_epoch, t->epochs);
+			t->alloc_epoch, t->shape.epochs);
 		goto usage;
 	}
-	if (t->row > SIZE_MAX / t->samples || t->row > SIZE_MAX / t->batch / 2 ||
-	    t->mask_row > SIZE_MAX / t->samples ||
-	    t->mask_row > SIZE_MAX / t->batch / 2) {
+	if (!loader_shape_fits(&t->shape, t->shape.row) ||
+	    !loader_shape_fits(&t->shape, t->mask_row)) {
 		fprintf(stderr, "trainer: dataset too large\n");
 		goto usage;
 	}
@@ -742,7 +542,7 @@ static enum trainer_status trainer_host_alloc(struct trainer *t, size_t n,
 	enum trainer_status status = TRAINER_OK;
 	void *p = NULL;
 
-	if (t->pinned) {
+	if (t->shape.pinned) {
 		TRAINER_CHECK(status, cudaHostAlloc(&p, n, cudaHostAllocDefault), out);
 	} else {
 		p = malloc(n);
@@ -761,7 +561,7 @@ static void trainer_host_free(struct trainer *t, unsigned char **p)
 {
 	if (!*p)
 		return;
-	if (t->pinned)
+	if (t->shape.pinned)
 		cudaFreeHost(*p);
 	else
 		free(*p);
@@ -773,8 +573,8 @@ static int trainer_row_compare(const void *a, const void *b, void *arg)
 {
 	const struct trainer *t = arg;
 
-	return memcmp(t->data + *(const size_t *)a * t->row,
-		      t->data + *(const size_t *)b * t->row, t->row);
+	return memcmp(t->data + *(const size_t *)a * t->shape.row,
+		      t->data + *(const size_t *)b * t->shape.row, t->shape.row);
 }
 
 /*
@@ -785,10 +585,9 @@ static size_t trainer_count_unique(struct trainer *t)
 {
 	size_t unique = 1;
 
-	for (size_t i = 0; i < t->samples; i++)
-		t->order[i] = i;
-	qsort_r(t->order, t->samples, sizeof(*t->order), trainer_row_compare, t);
-	for (size_t i = 1; i < t->samples; i++)
+	loader_order_identity(t->order, t->shape.samples);
+	qsort_r(t->order, t->shape.samples, sizeof(*t->order), trainer_row_compare, t);
+	for (size_t i = 1; i < t->shape.samples; i++)
 		if (trainer_row_compare(&t->order[i - 1], &t->order[i], t) != 0)
 			unique++;
 	return unique;
@@ -806,41 +605,40 @@ static enum trainer_status trainer_dataset_init(struct trainer *t)
 	enum trainer_status status;
 	size_t ndup, noriginal;
 
-	status = trainer_host_alloc(t, t->samples * t->row, &t->data);
+	status = trainer_host_alloc(t, t->shape.samples * t->shape.row, &t->data);
 	if (status)
 		goto out;
-	status = trainer_host_alloc(t, t->samples * TRAINER_LABEL, &t->labels);
+	status = trainer_host_alloc(t, t->shape.samples * TRAINER_LABEL, &t->labels);
 	if (status)
 		goto out;
 	if (t->mask_row &&
-	    (status = trainer_host_alloc(t, t->samples * t->mask_row, &t->masks)))
+	    (status = trainer_host_alloc(t, t->shape.samples * t->mask_row, &t->masks)))
 		goto out;
-	t->order = calloc(t->samples, sizeof(*t->order));
+	t->order = calloc(t->shape.samples, sizeof(*t->order));
 	if (!t->order) {
 		status = trainer_no_memory("sample order");
 		goto out;
 	}
-	t->rng = t->seed;
-	trainer_rng_fill(&t->rng, t->data, t->samples * t->row);
-	trainer_rng_fill(&t->rng, t->labels, t->samples * TRAINER_LABEL);
+	t->rng = t->shape.seed;
+	loader_rng_fill(&t->rng, t->data, t->shape.samples * t->shape.row);
+	loader_rng_fill(&t->rng, t->labels, t->shape.samples * TRAINER_LABEL);
 	if (t->mask_row) {
-		uint64_t mask_rng = t->seed ^ 0x6d61736b6d61736bULL;
+		uint64_t mask_rng = t->shape.seed ^ 0x6d61736b6d61736bULL;
 
-		trainer_rng_fill(&mask_rng, t->masks, t->samples * t->mask_row);
+		loader_rng_fill(&mask_rng, t->masks, t->shape.samples * t->mask_row);
 	}
 
-	ndup = t->samples * t->dup_pct / 100;
-	if (ndup >= t->samples)
-		ndup = t->samples - 1;
-	noriginal = t->samples - ndup;
-	for (size_t i = 0; i < t->samples; i++)
-		t->order[i] = i;
-	trainer_rng_shuffle(&t->rng, t->order, t->samples);
-	for (size_t i = noriginal; i < t->samples; i++) {
+	ndup = t->shape.samples * t->dup_pct / 100;
+	if (ndup >= t->shape.samples)
+		ndup = t->shape.samples - 1;
+	noriginal = t->shape.samples - ndup;
+	loader_order_identity(t->order, t->shape.samples);
+	loader_rng_shuffle(&t->rng, t->order, t->shape.samples);
+	for (size_t i = noriginal; i < t->shape.samples; i++) {
 		size_t dst = t->order[i];
-		size_t src = t->order[trainer_rng_below(&t->rng, noriginal)];
+		size_t src = t->order[loader_rng_below(&t->rng, noriginal)];
 
-		memcpy(t->data + dst * t->row, t->data + src * t->row, t->row);
+		memcpy(t->data + dst * t->shape.row, t->data + src * t->shape.row, t->shape.row);
 		memcpy(t->labels + dst * TRAINER_LABEL,
 		       t->labels + src * TRAINER_LABEL, TRAINER_LABEL);
 		if (t->mask_row)
@@ -848,14 +646,13 @@ static enum trainer_status trainer_dataset_init(struct trainer *t)
 			       t->masks + src * t->mask_row, t->mask_row);
 	}
 	t->unique = trainer_count_unique(t);
-	for (size_t i = 0; i < t->samples; i++)
-		t->order[i] = i;
-	t->nbatches = t->samples / t->batch;
-	if (!t->drop_last && t->samples % t->batch)
+	loader_order_identity(t->order, t->shape.samples);
+	t->nbatches = t->shape.samples / t->shape.batch;
+	if (!t->drop_last && t->shape.samples % t->shape.batch)
 		t->nbatches++;
-	if (!t->quiet)
+	if (!t->shape.quiet)
 		printf("dataset samples %zu row %zu batch %zu batches %zu duplicates %zu unique %zu\n",
-		       t->samples, t->row, t->batch, t->nbatches, ndup, t->unique);
+		       t->shape.samples, t->shape.row, t->shape.batch, t->nbatches, ndup, t->unique);
 out:
 	return status;
 }
@@ -1007,23 +804,23 @@ static enum trainer_status trainer_worker_init(struct trainer_worker *w,
 					       struct trainer *t, unsigned index)
 {
 	enum trainer_status status;
-	size_t data_bytes = t->batch * t->row;
-	size_t mask_bytes = t->batch * t->mask_row;
-	size_t label_bytes = t->batch * TRAINER_LABEL;
+	size_t data_bytes = t->shape.batch * t->shape.row;
+	size_t mask_bytes = t->shape.batch * t->mask_row;
+	size_t label_bytes = t->shape.batch * TRAINER_LABEL;
 
 	w->trainer = t;
 	w->index = index;
-	w->rng = t->seed ^ (0x61756d656e74ULL * (index + 1));
+	w->rng = t->shape.seed ^ (0x61756d656e74ULL * (index + 1));
 	status = trainer_worker_init_streams(w);
 	if (status)
 		goto out;
-	w->slots = calloc(t->ring, sizeof(*w->slots));
-	w->devslots = calloc(2 * (size_t)t->ring, sizeof(*w->devslots));
+	w->slots = calloc(t->shape.ring, sizeof(*w->slots));
+	w->devslots = calloc(2 * (size_t)t->shape.ring, sizeof(*w->devslots));
 	if (!w->slots || !w->devslots) {
 		status = trainer_no_memory("rings");
 		goto out;
 	}
-	for (unsigned i = 0; i < t->ring; i++) {
+	for (unsigned i = 0; i < t->shape.ring; i++) {
 		struct trainer_slot *s = &w->slots[i];
 
 		if ((status = trainer_host_alloc(t, data_bytes, &s->data)) ||
@@ -1035,7 +832,7 @@ static enum trainer_status trainer_worker_init(struct trainer_worker *w,
 		TRAINER_CHECK(status, cudaEventCreateWithFlags(&s->copied,
 				cudaEventDisableTiming), out);
 	}
-	for (unsigned i = 0; i < 2 * t->ring; i++) {
+	for (unsigned i = 0; i < 2 * t->shape.ring; i++) {
 		struct trainer_devslot *d = &w->devslots[i];
 
 		if ((status = trainer_buffer_alloc(t, &d->vmm[0], data_bytes, &d->data)) ||
@@ -1071,7 +868,7 @@ static void trainer_worker_release(struct trainer_worker *w)
 	if (!t)
 		return;
 	if (w->slots) {
-		for (unsigned i = 0; i < t->ring; i++) {
+		for (unsigned i = 0; i < t->shape.ring; i++) {
 			trainer_host_free(t, &w->slots[i].data);
 			trainer_host_free(t, &w->slots[i].masks);
 			trainer_host_free(t, &w->slots[i].labels);
@@ -1082,7 +879,7 @@ static void trainer_worker_release(struct trainer_worker *w)
 		w->slots = NULL;
 	}
 	if (w->devslots) {
-		for (unsigned i = 0; i < 2 * t->ring; i++) {
+		for (unsigned i = 0; i < 2 * t->shape.ring; i++) {
 			struct trainer_devslot *d = &w->devslots[i];
 
 			trainer_buffer_free(t, &d->vmm[0], &d->data);
@@ -1169,58 +966,22 @@ static enum trainer_status trainer_upload(struct trainer *t, void *dst,
 }
 
 /*
- * Compares count samples of stride bytes read back with the expected ones:
- * the uploaded bytes in expect when it is not NULL (augmented batches),
- * else the samples of the dataset base in the epoch's order. On a
- * difference prints where (epoch, batch, byte offset within the copy,
- * sample) and returns TRAINER_MISMATCH.
- */
-static enum trainer_status trainer_compare(struct trainer *t, size_t batch,
-					   const char *what,
-					   const unsigned char *got,
-					   const unsigned char *base,
-					   const unsigned char *expect,
-					   size_t stride, size_t count)
-{
-	size_t first = batch * t->batch;
-
-	for (size_t j = 0; j < count; j++) {
-		size_t sample = t->order[first + j];
-		const unsigned char *want = expect ? expect + j * stride :
-					    base + sample * stride;
-		const unsigned char *have = got + j * stride;
-
-		if (!memcmp(want, have, stride))
-			continue;
-		for (size_t x = 0; x < stride; x++) {
-			if (want[x] == have[x])
-				continue;
-			fprintf(stderr,
-				"trainer: MISMATCH epoch %u batch %zu %s byte %zu "
-				"(row %zu of the batch, sample %zu, offset %zu): "
-				"expected 0x%02x got 0x%02x\n",
-				t->epoch, batch, what, j * stride + x, j, sample,
-				x, want[x], have[x]);
-			break;
-		}
-		return TRAINER_MISMATCH;
-	}
-	return TRAINER_OK;
-}
-
-/*
  * Reads back the batch held by device slot d, waits for it on the slot's
- * stream, and checks every byte of its rows and labels.
+ * stream, and checks every byte of its rows, masks and labels against the
+ * uploaded bytes (augmented batches) or the dataset's samples.
  */
 static enum trainer_status trainer_worker_verify(struct trainer_worker *w,
 						 struct trainer_devslot *d)
 {
 	struct trainer *t = w->trainer;
+	struct loader_batch batch = {
+		.prog = "trainer", .epoch = t->epoch, .index = d->batch,
+		.order = t->order + d->batch * t->shape.batch, .count = d->count,
+	};
 	enum trainer_status status;
-	int expected = 0;
 
 	d->pending = 0;
-	status = trainer_copy(t, w->check_data, d->data, d->count * t->row,
+	status = trainer_copy(t, w->check_data, d->data, d->count * t->shape.row,
 			      t->d2h_kind, d->stream, "readback data");
 	if (status)
 		goto out;
@@ -1237,24 +998,25 @@ static enum trainer_status trainer_worker_verify(struct trainer_worker *w,
 	if (status)
 		goto out;
 	TRAINER_CHECK(status, cudaStreamSynchronize(d->stream), out);
-	if (t->corrupt_check &&
-	    atomic_compare_exchange_strong(&t->corrupted, &expected, 1))
-		w->check_data[d->count * t->row / 2] ^= 0x5a;
-	status = trainer_compare(t, d->batch, "data", w->check_data, t->data,
-				 d->augmented ? d->expect_data : NULL, t->row,
-				 d->count);
-	if (status)
-		goto out;
-	if (t->mask_row) {
-		status = trainer_compare(t, d->batch, "masks", w->check_masks,
-					 t->masks,
-					 d->augmented ? d->expect_masks : NULL,
-					 t->mask_row, d->count);
-		if (status)
-			goto out;
-	}
-	status = trainer_compare(t, d->batch, "labels", w->check_labels,
-				 t->labels, NULL, TRAINER_LABEL, d->count);
+	if (t->shape.corrupt_check)
+		loader_corrupt_once(&t->corrupted, w->check_data,
+				    d->count * t->shape.row);
+	batch.what = "data";
+	if (loader_batch_differs(&batch, w->check_data, t->data,
+				 d->augmented ? d->expect_data : NULL, t->shape.row))
+		goto mismatch;
+	batch.what = "masks";
+	if (t->mask_row &&
+	    loader_batch_differs(&batch, w->check_masks, t->masks,
+				 d->augmented ? d->expect_masks : NULL, t->mask_row))
+		goto mismatch;
+	batch.what = "labels";
+	if (loader_batch_differs(&batch, w->check_labels, t->labels, NULL,
+				 TRAINER_LABEL))
+		goto mismatch;
+	goto out;
+mismatch:
+	status = TRAINER_MISMATCH;
 out:
 	return status;
 }
@@ -1266,7 +1028,7 @@ out:
  */
 static void trainer_perturb(uint64_t *rng, unsigned char *p, size_t n)
 {
-	trainer_rng_fill(rng, p, n);
+	loader_rng_fill(rng, p, n);
 }
 
 /* Returns whether --augment perturbs the samples of the current epoch. */
@@ -1287,11 +1049,11 @@ static enum trainer_status trainer_worker_batch(struct trainer_worker *w,
 {
 	struct trainer *t = w->trainer;
 	enum trainer_status status = TRAINER_OK;
-	struct trainer_slot *s = &w->slots[w->sequence % t->ring];
-	struct trainer_devslot *d = &w->devslots[w->sequence % (2 * t->ring)];
+	struct trainer_slot *s = &w->slots[w->sequence % t->shape.ring];
+	struct trainer_devslot *d = &w->devslots[w->sequence % (2 * t->shape.ring)];
 	cudaStream_t stream = w->streams[w->sequence % w->nstreams];
-	size_t first = batch * t->batch;
-	size_t count = t->samples - first < t->batch ? t->samples - first : t->batch;
+	size_t first = batch * t->shape.batch;
+	size_t count = loader_shape_batch_rows(&t->shape, first);
 
 	if (s->used)
 		TRAINER_CHECK(status, cudaEventSynchronize(s->copied), out);
@@ -1301,7 +1063,7 @@ static enum trainer_status trainer_worker_batch(struct trainer_worker *w,
 	for (size_t j = 0; j < count; j++) {
 		size_t sample = t->order[first + j];
 
-		memcpy(s->data + j * t->row, t->data + sample * t->row, t->row);
+		memcpy(s->data + j * t->shape.row, t->data + sample * t->shape.row, t->shape.row);
 		if (t->mask_row)
 			memcpy(s->masks + j * t->mask_row,
 			       t->masks + sample * t->mask_row, t->mask_row);
@@ -1309,17 +1071,17 @@ static enum trainer_status trainer_worker_batch(struct trainer_worker *w,
 		       t->labels + sample * TRAINER_LABEL, TRAINER_LABEL);
 		if (!d->augmented)
 			continue;
-		trainer_perturb(&w->rng, s->data + j * t->row, t->row);
+		trainer_perturb(&w->rng, s->data + j * t->shape.row, t->shape.row);
 		if (t->mask_row)
 			trainer_perturb(&w->rng, s->masks + j * t->mask_row,
 					t->mask_row);
 	}
 	if (d->augmented) {
-		memcpy(d->expect_data, s->data, count * t->row);
+		memcpy(d->expect_data, s->data, count * t->shape.row);
 		if (t->mask_row)
 			memcpy(d->expect_masks, s->masks, count * t->mask_row);
 	}
-	status = trainer_upload(t, d->data, s->data, t->row, count, stream,
+	status = trainer_upload(t, d->data, s->data, t->shape.row, count, stream,
 				"batch data");
 	if (status)
 		goto out;
@@ -1341,7 +1103,7 @@ static enum trainer_status trainer_worker_batch(struct trainer_worker *w,
 	d->pending = 1;
 	w->sequence++;
 	w->rows += count;
-	w->bytes += count * (t->row + t->mask_row + TRAINER_LABEL);
+	w->bytes += count * (t->shape.row + t->mask_row + TRAINER_LABEL);
 	w->copies += t->mask_row ? 3 : 2;
 out:
 	return status;
@@ -1355,7 +1117,7 @@ static enum trainer_status trainer_worker_epoch(struct trainer_worker *w)
 {
 	struct trainer *t = w->trainer;
 	enum trainer_status status = TRAINER_OK;
-	unsigned ring = 2 * t->ring;
+	unsigned ring = 2 * t->shape.ring;
 
 	for (size_t b = w->index; b < t->nbatches; b += t->nworkers) {
 		if (atomic_load(&t->stop))
@@ -1453,7 +1215,7 @@ static enum trainer_status trainer_alloc_mid(struct trainer *t)
 			goto out;
 		}
 	}
-	if (!t->quiet)
+	if (!t->shape.quiet)
 		printf("alloc-mid epoch %u bytes %zu ok\n", t->epoch, n);
 out:
 	return status;
@@ -1478,12 +1240,6 @@ static void trainer_alloc_mid_release(struct trainer *t)
 	t->alloc_ptr = NULL;
 }
 
-/* Returns the emulated device's count of host-to-device bytes, or 0. */
-static unsigned long long trainer_device_h2d(struct trainer *t)
-{
-	return t->counter ? t->counter("h2d_bytes") : 0;
-}
-
 /*
  * Runs one epoch: the --alloc-mid allocation when it is due, a reshuffle,
  * the workers (inline, or one host thread each), then the epoch line.
@@ -1499,10 +1255,10 @@ static enum trainer_status trainer_epoch(struct trainer *t)
 	if (t->alloc_bytes && t->epoch == t->alloc_epoch &&
 	    (status = trainer_alloc_mid(t)))
 		goto out;
-	trainer_rng_shuffle(&t->rng, t->order, t->samples);
+	loader_rng_shuffle(&t->rng, t->order, t->shape.samples);
 	for (unsigned i = 0; i < t->nworkers; i++)
 		t->workers[i].status = TRAINER_OK;
-	device_before = trainer_device_h2d(t);
+	device_before = loader_counter_h2d(t->counter);
 	start = trainer_now();
 	if (t->mode == TRAINER_STREAM_THREADS) {
 		threads = calloc(t->nworkers, sizeof(*threads));
@@ -1540,13 +1296,12 @@ static enum trainer_status trainer_epoch(struct trainer *t)
 	t->rows += rows;
 	t->bytes += bytes;
 	t->copies += copies;
-	if (!t->quiet) {
-		printf("epoch %u rows %llu bytes %llu seconds %.3f", t->epoch,
-		       rows, bytes, trainer_now() - start);
-		if (t->counter)
-			printf(" device_h2d %llu", trainer_device_h2d(t) - device_before);
-		printf("\n");
-		fflush(stdout);
+	if (!t->shape.quiet) {
+		double seconds = trainer_now() - start;
+		unsigned long long h2d = loader_counter_h2d(t->counter) - device_before;
+
+		loader_print_epoch(t->epoch, rows, bytes, &seconds,
+				   t->counter ? &h2d : NULL);
 	}
 out:
 	free(threads);
@@ -1597,7 +1352,7 @@ static enum trainer_status trainer_init(struct trainer *t)
 {
 	enum trainer_status status;
 
-	*(void **)&t->counter = dlsym(RTLD_DEFAULT, "fakecuda_counter");
+	t->counter = loader_counter_find(NULL);
 	TRAINER_CHECK(status, cudaSetDevice(t->device), out);
 	if ((status = trainer_resolve_copy(t)))
 		goto out;
@@ -1645,17 +1400,15 @@ int main(int argc, char **argv)
 	t.device_h2d = 0;
 	if ((status = trainer_init(&t)))
 		goto out_release;
-	for (t.epoch = 1; t.epoch <= t.epochs; t.epoch++) {
-		unsigned long long before = trainer_device_h2d(&t);
+	for (t.epoch = 1; t.epoch <= t.shape.epochs; t.epoch++) {
+		unsigned long long before = loader_counter_h2d(t.counter);
 
 		if ((status = trainer_epoch(&t)))
 			goto out_release;
-		t.device_h2d += trainer_device_h2d(&t) - before;
+		t.device_h2d += loader_counter_h2d(t.counter) - before;
 	}
-	printf("total rows %llu bytes %llu copies %llu", t.rows, t.bytes, t.copies);
-	if (t.counter)
-		printf(" device_h2d %llu", t.device_h2d);
-	printf("\nverified OK\n");
+	loader_print_total(t.rows, t.bytes, t.copies,
+			   t.counter ? &t.device_h2d : NULL);
 out_release:
 	trainer_release(&t);
 	if (status == TRAINER_MISMATCH)

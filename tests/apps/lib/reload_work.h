@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loader.h"
+
 /*
  * The runtime entry points a round uses, as X(name). RELOAD_CALL(api, f)
  * names f: the includer defines RELOAD_DIRECT for ordinary calls to the
@@ -66,16 +68,6 @@ enum reload_status {
 	RELOAD_CUDA = 3,
 };
 
-/* Advances the splitmix64 generator at *state and returns its next value. */
-static inline uint64_t reload_rng_next(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 /* Reports a failed call. Returns RELOAD_OK for cudaSuccess, else RELOAD_CUDA. */
 static inline enum reload_status reload_check(const struct reload_api *api,
 					      cudaError_t err, const char *call)
@@ -109,17 +101,16 @@ static inline int reload_work(const struct reload_api *api, struct reload_round 
 		status = RELOAD_CUDA;
 		goto out;
 	}
-	for (size_t i = 0; i < r->samples * r->row; i += 8) {
-		uint64_t v = reload_rng_next(&rng);
-		size_t k = r->samples * r->row - i < 8 ? r->samples * r->row - i : 8;
-
-		memcpy(data + i, &v, k);
-	}
+	loader_rng_fill(&rng, data, r->samples * r->row);
 	rng = r->seed ^ (0x726f756e64ULL * (r->round + 1));
-	for (size_t i = 0; i < r->samples; i++)
-		order[i] = i;
+	loader_order_identity(order, r->samples);
+	/*
+	 * Fisher-Yates with a plain modulo, reload's own shuffle:
+	 * loader_rng_shuffle draws without modulo bias and could order a
+	 * round's rows differently.
+	 */
 	for (size_t i = r->samples; i > 1; i--) {
-		size_t j = (size_t)(reload_rng_next(&rng) % i);
+		size_t j = (size_t)(loader_rng_next(&rng) % i);
 		size_t tmp = order[i - 1];
 
 		order[i - 1] = order[j];
