@@ -142,7 +142,7 @@ $(B)/fakecuda/obj/%.o: tests/fakecuda/%.c $(wildcard tests/fakecuda/*.h) | $(B)/
 
 $(B)/fakecuda/libcudart.so.13: $(FAKE_OBJ) tests/fakecuda/fakecuda.map
 	$(CC) -shared -fPIC -o $@ $(FAKE_OBJ) -Wl,--version-script=tests/fakecuda/fakecuda.map \
-		-Wl,-soname,libcudart.so.13 -Wl,-z,defs -pthread -ldl -lrt
+		-Wl,-soname,libcudart.so.13 -Wl,-z,defs -Wl,-z,nodelete -pthread -ldl -lrt
 	ln -sf libcudart.so.13 $(B)/fakecuda/libcuda.so.1
 	ln -sf libcudart.so.13 $(B)/fakecuda/libcudart.so
 	ln -sf libcudart.so.13 $(B)/fakecuda/libcuda.so

@@ -159,12 +159,63 @@ static int report_write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * A stats path that names a device or a FIFO, directly or through a link
+ * (/dev/null, /dev/stderr, a pipe to a collector), is written to as it is:
+ * renaming a file over it would replace the node. Opening never blocks (a
+ * FIFO nobody reads fails with ENXIO); a reader that stops reading is given
+ * REPORT_SPECIAL_WAIT_MS per stall, then the write gives up. Returns 0 or
+ * -errno.
+ */
+#define REPORT_SPECIAL_WAIT_MS 2000
+
+static int report_write_special(const char *path, const char *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (len > 0) {
+		ssize_t n = write(fd, data, len);
+
+		if (n >= 0) {
+			data += n;
+			len -= (size_t)n;
+		} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			struct pollfd p = { .fd = fd, .events = POLLOUT };
+			int r = poll(&p, 1, REPORT_SPECIAL_WAIT_MS);
+
+			if (r == 0) {
+				err = -ETIMEDOUT;
+				break;
+			}
+			if (r < 0 && errno != EINTR) {
+				err = -errno;
+				break;
+			}
+		} else if (errno != EINTR) {
+			err = -errno;
+			break;
+		}
+	}
+	if (close(fd) != 0 && err == 0 && errno != EINTR)
+		err = -errno;
+	return err;
+}
+
 int report_write_file(const char *path, const char *data, size_t len)
 {
 	char tmp[REPORT_PATH_MAX + 48];
 	long pid = (long)getpid();
+	struct stat st;
 	int fd = -1, i, n, err;
 
+	if (stat(path, &st) == 0) {
+		if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))
+			return report_write_special(path, data, len);
+		if (S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode))
+			return -EISDIR;
+	}
 	for (i = 0; i < REPORT_TMP_TRIES; i++) {
 		if (i == 0)
 			n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, pid);
@@ -601,7 +652,8 @@ static void report_paths(void)
 
 /*
  * Checks that the directory of path exists and this process may create
- * files in it; one line now if not. Returns 0 or -errno.
+ * files in it (or that path is a device or FIFO it may write); one line now
+ * if not. Returns 0 or -errno.
  */
 static int report_check_dir(const char *var, const char *path)
 {
@@ -611,6 +663,10 @@ static int report_check_dir(const char *var, const char *path)
 	int err = 0;
 
 	if (path[0] == '\0')
+		return 0;
+	/* a device or FIFO is written in place: its directory is not used */
+	if (stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) &&
+	    faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0)
 		return 0;
 	if (slash == NULL) {
 		snprintf(dir, sizeof(dir), ".");

@@ -248,6 +248,14 @@ check "a library linked with the runtime, dlopen()ed RTLD_LOCAL and dlclose()d r
 	reload_run reload-lib
 check "the runtime itself dlopen()ed RTLD_LOCAL, used through dlsym and dlclose()d round after round, runs to its end under the shim" \
 	reload_run reload-direct --direct
+# the same program with no shim at all: the baseline the shim is held to
+reload_bare() {
+	timeout 120 "$RELOAD" --rounds 4 --row $ROW "$@" >"$TMP/reload-bare.out" 2>"$TMP/reload-bare.err" ||
+		{ echo "exit $?"; tail -n 5 "$TMP/reload-bare.err"; return 1; }
+	grep -q 'verified OK' "$TMP/reload-bare.out"
+}
+check "the runtime dlopen()ed, used through dlsym and dlclose()d round after round runs to its end with no shim" \
+	reload_bare --direct
 
 # ---- the test programs' own options -------------------------------------------
 augment_never_repeats() {

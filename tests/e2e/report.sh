@@ -244,6 +244,30 @@ missing_stats_dir() {
 }
 check "a stats directory that does not exist is reported at load time, and the job runs on" missing_stats_dir
 
+stats_to_a_device_or_fifo() {
+	# a stats path through a link to a FIFO a collector reads: the dump
+	# arrives there, and the link and the FIFO stay what they were
+	mkfifo "$TMP/collector" || return 1
+	ln -s "$TMP/collector" "$TMP/collector.link" || return 1
+	cat "$TMP/collector" >"$TMP/collected.json" &
+	local reader=$!
+	env VRAMPOOL_LAYOUT=$ROW VRAMPOOL_STATS="$TMP/collector.link" LD_PRELOAD="$SHIM" \
+		"$TRAINER" --samples 64 --row $ROW --batch 32 --epochs 2 >"$TMP/fifo.out" 2>"$TMP/fifo.err" ||
+		{ kill $reader; return 1; }
+	wait $reader
+	grep -q 'verified OK' "$TMP/fifo.out" || return 1
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["final"] is True' \
+		"$TMP/collected.json" || { head -c 300 "$TMP/collected.json"; return 1; }
+	[ -L "$TMP/collector.link" ] && [ -p "$TMP/collector" ] || return 1
+	! grep -q 'could not write' "$TMP/fifo.err" || { cat "$TMP/fifo.err"; return 1; }
+	# /dev/null takes the dump quietly and stays a device
+	env VRAMPOOL_LAYOUT=$ROW VRAMPOOL_STATS=/dev/null LD_PRELOAD="$SHIM" \
+		"$TRAINER" --samples 64 --row $ROW --batch 32 --epochs 2 >/dev/null 2>"$TMP/null.err" || return 1
+	[ -c /dev/null ] || return 1
+	! grep -q 'could not write\|cannot write' "$TMP/null.err" || { cat "$TMP/null.err"; return 1; }
+}
+check "a stats path naming a FIFO (through a link) or /dev/null is written in place" stats_to_a_device_or_fifo
+
 control_characters_escaped() {
 	local dir=$TMP/$'esc\033[31mred'
 	env VRAMPOOL_STATS="$dir/s.json" LD_PRELOAD="$SHIM" true 2>"$TMP/esc.err" || return 1

@@ -229,6 +229,47 @@ static void test_file_never_waits_on_a_fifo(void)
 	unlink(path);
 }
 
+static void test_file_special_path_written_in_place(void)
+{
+	char path[128], link[128], buf[64];
+	struct stat st;
+	int rfd;
+
+	/* a FIFO read by a collector gets the bytes and stays a FIFO */
+	in_tmp(path, sizeof(path), "collector.fifo");
+	CU_ASSERT_EQUAL_FATAL(mkfifo(path, 0600), 0);
+	rfd = open(path, O_RDONLY | O_NONBLOCK);
+	CU_ASSERT_FATAL(rfd >= 0);
+	CU_ASSERT_EQUAL(report_write_file(path, "{\"a\":1}\n", 8), 0);
+	CU_ASSERT_EQUAL(read(rfd, buf, sizeof(buf)), 8);
+	CU_ASSERT_EQUAL(memcmp(buf, "{\"a\":1}\n", 8), 0);
+	close(rfd);
+	CU_ASSERT(lstat(path, &st) == 0 && S_ISFIFO(st.st_mode));
+	/* nobody reading: the write fails at once and the FIFO is left */
+	CU_ASSERT_EQUAL(report_write_file(path, "{}\n", 3), -ENXIO);
+	CU_ASSERT(lstat(path, &st) == 0 && S_ISFIFO(st.st_mode));
+	/* reached through a link, as /dev/stderr is */
+	in_tmp(link, sizeof(link), "collector.link");
+	CU_ASSERT_EQUAL_FATAL(symlink(path, link), 0);
+	rfd = open(path, O_RDONLY | O_NONBLOCK);
+	CU_ASSERT_FATAL(rfd >= 0);
+	CU_ASSERT_EQUAL(report_write_file(link, "{}\n", 3), 0);
+	CU_ASSERT_EQUAL(read(rfd, buf, sizeof(buf)), 3);
+	close(rfd);
+	CU_ASSERT(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+	unlink(link);
+	unlink(path);
+	/* a character device (/dev/null) is written, never replaced */
+	CU_ASSERT_EQUAL(report_write_file("/dev/null", "{}\n", 3), 0);
+	CU_ASSERT(lstat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode));
+	/* a directory is refused, not renamed over */
+	in_tmp(path, sizeof(path), "adir");
+	CU_ASSERT_EQUAL_FATAL(mkdir(path, 0700), 0);
+	CU_ASSERT_EQUAL(report_write_file(path, "{}\n", 3), -EISDIR);
+	CU_ASSERT(lstat(path, &st) == 0 && S_ISDIR(st.st_mode));
+	rmdir(path);
+}
+
 static void test_file_every_name_taken(void)
 {
 	char path[128], tmp[160];
@@ -628,6 +669,8 @@ static const CU_TestInfo tests[] = {
 	  test_file_never_follows_a_planted_link },
 	{ "a FIFO planted at the temporary name is never opened or waited on",
 	  test_file_never_waits_on_a_fifo },
+	{ "a stats path naming a FIFO or a device is written in place and stays one",
+	  test_file_special_path_written_in_place },
 	{ "when every temporary name is taken nothing is written", test_file_every_name_taken },
 	{ "a stats directory that cannot be written is one escaped line at load time",
 	  test_missing_directory_reported_at_load },
