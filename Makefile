@@ -6,7 +6,7 @@
 #   make bench           benchmarks (ratios against baselines measured in the same run)
 #   make install PREFIX=/usr/local     command, library, man page (man vrampool)
 #   make uninstall PREFIX=/usr/local   removes what install put there
-#   make ptx             refresh the committed shim/gather.ptx with nvcc
+#   make ptx             refresh the committed shim/device/gather.ptx with nvcc
 #   make clean; make SANITIZE=address,undefined test   the vrampool command sanitized too
 #
 # The unit tests (the shim's modules linked directly) are always built with
@@ -39,57 +39,63 @@ UNITSAN := -fsanitize=$(UNIT_SANITIZE) -fno-omit-frame-pointer -fno-sanitize-rec
 CFLAGS_COMMON := $(WARN) $(OPT) -D_GNU_SOURCE -pthread $(if $(XXHASH_DIR),-isystem $(XXHASH_DIR))
 
 # ---- the preloaded library -------------------------------------------------
-SHIM_SRC  := $(wildcard shim/*.c)
-CORE_SRC  := $(filter-out shim/interpose.c,$(SHIM_SRC))
+# shim/<layer>/*.c, one folder a layer (docs/architecture.md): intercept,
+# report, pool, device, core. Files include "<layer>/name.h" from -Ishim.
+SHIM_LAYERS := intercept report pool device core
+SHIM_SRC  := $(foreach l,$(SHIM_LAYERS),$(wildcard shim/$(l)/*.c))
+SHIM_HDR  := $(wildcard shim/*/*.h)
+# Everything below the interception layer: what unit tests and benchmarks link.
+CORE_SRC  := $(filter-out shim/intercept/%,$(SHIM_SRC))
 SHIM_OBJ  := $(SHIM_SRC:shim/%.c=$(B)/shim/%.o)
-SHIM_CFLAGS := $(CFLAGS_COMMON) $(CUDAINC) -fPIC -fvisibility=hidden
+SHIM_CFLAGS := $(CFLAGS_COMMON) $(CUDAINC) -Ishim -fPIC -fvisibility=hidden
 
-$(B)/shim/%.o: shim/%.c $(wildcard shim/*.h) | $(B)/shim
+$(B)/shim/%.o: shim/%.c $(SHIM_HDR)
+	@mkdir -p $(@D)
 	$(CC) $(SHIM_CFLAGS) -c -o $@ $<
 
 # ---- the gather kernel: PTX made at build time, embedded in the library -----
-# build/shim/gather.ptx is made from shim/gather.cu by $(NVCC) when it is
-# there, else copied from the committed shim/gather.ptx (make says which).
+# build/shim/gather.ptx is made from shim/device/gather.cu by $(NVCC) when it is
+# there, else copied from the committed shim/device/gather.ptx (make says which).
 # nvcc writes the PTX ISA version of its own release (9.0 for CUDA 13.0),
 # which a driver older than that release refuses; the kernel needs nothing
 # newer than ISA 8.1 (its 16 KiB parameter; every instruction it uses is
 # far older), so the version is lowered to GATHER_PTX_VERSION when ptxas
 # accepts the lowered text for sm_75, and left as written otherwise.
-# shim/gather_ptx.S embeds the result, NUL-terminated, as a hidden symbol.
+# shim/device/gather_ptx.S embeds the result, NUL-terminated, as a hidden symbol.
 NVCC  ?= $(CUDA_HOME)/bin/nvcc
 PTXAS ?= $(CUDA_HOME)/bin/ptxas
 GATHER_PTX_VERSION := 8.1
 GATHER_OBJ := $(B)/shim/gather_ptx.o
 
 ifneq ($(wildcard $(NVCC)),)
-$(B)/shim/gather.ptx: shim/gather.cu shim/device.h | $(B)/shim
-	$(NVCC) -ptx -arch=compute_75 -Ishim -o $@.nvcc shim/gather.cu
+$(B)/shim/gather.ptx: shim/device/gather.cu shim/device/device.h | $(B)/shim
+	$(NVCC) -ptx -arch=compute_75 -Ishim -o $@.nvcc shim/device/gather.cu
 	@v=$$(sed -n 's/^\.version //p' $@.nvcc); \
 	sed 's/^\.version .*/.version $(GATHER_PTX_VERSION)/' $@.nvcc >$@.low; \
 	if awk "BEGIN { exit !($$v > $(GATHER_PTX_VERSION)) }" && \
 	   $(PTXAS) -arch=sm_75 -o /dev/null $@.low 2>/dev/null; then \
-		{ echo "// vrampool: made from shim/gather.cu by nvcc; .version lowered from $$v"; cat $@.low; } >$@; \
+		{ echo "// vrampool: made from shim/device/gather.cu by nvcc; .version lowered from $$v"; cat $@.low; } >$@; \
 	else \
-		{ echo "// vrampool: made from shim/gather.cu by nvcc; .version $$v as written"; cat $@.nvcc; } >$@; \
+		{ echo "// vrampool: made from shim/device/gather.cu by nvcc; .version $$v as written"; cat $@.nvcc; } >$@; \
 	fi; \
 	rm -f $@.nvcc $@.low; \
 	echo "gather.ptx: made by $(NVCC), $$(sed -n 's/^\.version //p' $@ | sed 's/^/.version /')"; \
-	cmp -s $@ shim/gather.ptx || echo "gather.ptx: differs from the committed shim/gather.ptx (make ptx refreshes it)"
+	cmp -s $@ shim/device/gather.ptx || echo "gather.ptx: differs from the committed shim/device/gather.ptx (make ptx refreshes it)"
 else
-$(B)/shim/gather.ptx: shim/gather.ptx | $(B)/shim
-	@echo "gather.ptx: no nvcc at $(NVCC); embedding the committed copy shim/gather.ptx"
-	cp shim/gather.ptx $@
+$(B)/shim/gather.ptx: shim/device/gather.ptx | $(B)/shim
+	@echo "gather.ptx: no nvcc at $(NVCC); embedding the committed copy shim/device/gather.ptx"
+	cp shim/device/gather.ptx $@
 endif
 
-$(GATHER_OBJ): shim/gather_ptx.S $(B)/shim/gather.ptx | $(B)/shim
-	$(CC) -c -Wa,-I$(B)/shim -o $@ shim/gather_ptx.S
+$(GATHER_OBJ): shim/device/gather_ptx.S $(B)/shim/gather.ptx | $(B)/shim
+	$(CC) -c -Wa,-I$(B)/shim -o $@ shim/device/gather_ptx.S
 
 ptx: $(B)/shim/gather.ptx
 	@test -x $(NVCC) || { echo "make ptx needs nvcc ($(NVCC))"; exit 1; }
-	cp $(B)/shim/gather.ptx shim/gather.ptx
+	cp $(B)/shim/gather.ptx shim/device/gather.ptx
 
-$(B)/libvrampool.so: $(SHIM_OBJ) $(GATHER_OBJ) shim/libvrampool.map
-	$(CC) -shared -fPIC -o $@ $(SHIM_OBJ) $(GATHER_OBJ) -Wl,--version-script=shim/libvrampool.map \
+$(B)/libvrampool.so: $(SHIM_OBJ) $(GATHER_OBJ) shim/intercept/libvrampool.map
+	$(CC) -shared -fPIC -o $@ $(SHIM_OBJ) $(GATHER_OBJ) -Wl,--version-script=shim/intercept/libvrampool.map \
 		-Wl,-z,defs -Wl,-soname,libvrampool.so -pthread -ldl
 
 # ---- the vrampool command ---------------------------------------------------
@@ -99,17 +105,18 @@ $(B)/libvrampool.so: $(SHIM_OBJ) $(GATHER_OBJ) shim/libvrampool.map
 # (report --plot).
 TOOL_SRC := $(wildcard analysis/*.c)
 TOOL_OBJ := $(TOOL_SRC:analysis/%.c=$(B)/analysis/%.o)
-TOOL_SHIM := config layout log
+TOOL_SHIM := core/config core/layout core/log
 TOOL_SHIM_OBJ := $(TOOL_SHIM:%=$(B)/analysis/shim/%.o)
 CAIRO_CFLAGS := $(shell pkg-config --cflags cairo fontconfig 2>/dev/null || echo -I/usr/include/cairo)
 TOOL_CFLAGS := $(CFLAGS_COMMON) $(SANFLAGS) -Ishim $(CAIRO_CFLAGS) -DVRAMPOOL_VERSION='"$(VERSION)"'
 TOOL_LIBS := -lelf -ljansson -lcairo -lfontconfig -lm
 
-$(B)/analysis/%.o: analysis/%.c $(wildcard analysis/*.h) shim/config.h shim/layout.h | $(B)/analysis
+$(B)/analysis/%.o: analysis/%.c $(wildcard analysis/*.h) shim/core/config.h shim/core/layout.h | $(B)/analysis
 	$(CC) $(TOOL_CFLAGS) -c -o $@ $<
 
-$(B)/analysis/shim/%.o: shim/%.c $(wildcard shim/*.h) | $(B)/analysis/shim
-	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -c -o $@ $<
+$(B)/analysis/shim/%.o: shim/%.c $(SHIM_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -Ishim -c -o $@ $<
 
 $(B)/vrampool: $(TOOL_OBJ) $(TOOL_SHIM_OBJ)
 	$(CC) $(SANFLAGS) -o $@ $(TOOL_OBJ) $(TOOL_SHIM_OBJ) $(TOOL_LIBS)
@@ -208,10 +215,11 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/unit/%)
 UNIT_OBJ := $(CORE_SRC:shim/%.c=$(B)/unit/obj/%.o)
 UNIT_CFLAGS := $(CFLAGS_COMMON) $(CUDAINC) $(UNITSAN) -Ishim
 
-$(B)/unit/obj/%.o: shim/%.c $(wildcard shim/*.h) | $(B)/unit/obj
+$(B)/unit/obj/%.o: shim/%.c $(SHIM_HDR)
+	@mkdir -p $(@D)
 	$(CC) $(UNIT_CFLAGS) -c -o $@ $<
 
-$(B)/unit/%: tests/unit/%.c $(UNIT_OBJ) $(GATHER_OBJ) shim/gather.cu $(wildcard tests/unit/*.h)
+$(B)/unit/%: tests/unit/%.c $(UNIT_OBJ) $(GATHER_OBJ) shim/device/gather.cu $(wildcard tests/unit/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNIT_OBJ) $(GATHER_OBJ) -lcunit -ljansson -ldl -lm
 
 # ---- benchmark programs: the shim's modules linked directly, optimised -----
@@ -223,7 +231,7 @@ $(B)/bench/%: tests/bench/%.c $(CORE_OBJ) $(GATHER_OBJ) | $(B)/bench
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -Ishim -o $@ $< $(CORE_OBJ) $(GATHER_OBJ) -ldl -lm
 
 # ---- the real-GPU check of the gather kernel (tests/gpu/check.sh runs it) --
-# It reaches the driver through shim/device.c (dlopen), so it builds here and
+# It reaches the driver through shim/device/device.c (dlopen), so it builds here and
 # runs on a GPU machine (or, proving nothing about the kernel, the emulation).
 $(B)/gpu/gather_check: tests/gpu/gather_check.c $(CORE_OBJ) $(GATHER_OBJ) | $(B)/gpu
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -Ishim -o $@ $< $(CORE_OBJ) $(GATHER_OBJ) -ldl -lm

@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "core/config.h"
 #include "vrampool.h"
 
 #define MAX_DUMPS 256

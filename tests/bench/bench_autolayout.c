@@ -28,7 +28,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "autolayout.h"
+#include "pool/autolayout.h"
 
 #define RUNS 3
 

@@ -43,7 +43,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fingerprint.h"
+#include "pool/fingerprint.h"
 
 /* The baseline: XXH3-128 with the best kernel this CPU has, as the shim does. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__AVX2__)

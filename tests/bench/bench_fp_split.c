@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fingerprint.h"
+#include "pool/fingerprint.h"
 
 #define KiB 1024ull
 #define RING (64ull << 20)

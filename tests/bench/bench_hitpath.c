@@ -28,8 +28,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "fingerprint.h"
-#include "index.h"
+#include "pool/fingerprint.h"
+#include "pool/index.h"
 
 #define DATA_MAX (64ull << 20)
 #define REPS 9

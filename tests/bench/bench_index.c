@@ -21,7 +21,7 @@
 #define PASSES 5
 #define BATCH 256
 
-#include "index.h"
+#include "pool/index.h"
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 static uint64_t now_ns(void)

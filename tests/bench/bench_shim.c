@@ -70,11 +70,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "config.h"
-#include "device.h"
-#include "fingerprint.h"
-#include "pool.h"
-#include "stats.h"
+#include "core/config.h"
+#include "device/device.h"
+#include "pool/fingerprint.h"
+#include "pool/pool.h"
+#include "core/stats.h"
 
 #define MAX_REPS 32
 #define MAX_THREADS 4

@@ -28,9 +28,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "device.h"
-#include "log.h"
-#include "stats.h"
+#include "device/device.h"
+#include "core/log.h"
+#include "core/stats.h"
 
 extern const char vrampool_gather_ptx[] __attribute__((visibility("hidden")));
 

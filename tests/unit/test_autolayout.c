@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "cunit_main.h"
-#include "autolayout.h"
+#include "pool/autolayout.h"
 
 #define MiB (1ull << 20)
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cunit_main.h"
-#include "backoff.h"
+#include "pool/backoff.h"
 
 /* Feeds n full-path copies of 100 bytes with hit bytes each. Returns stand-downs seen. */
 static int t_full(struct backoff *b, int can_admit, int n, uint64_t hit)

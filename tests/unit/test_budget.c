@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "cunit_main.h"
-#include "budget.h"
-#include "config.h"
+#include "pool/budget.h"
+#include "core/config.h"
 
 #define MIB (1024ULL * 1024ULL)
 #define GIB (1024ULL * MIB)

@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "cunit_main.h"
-#include "classify.h"
-#include "device.h"
-#include "layout.h"
+#include "pool/classify.h"
+#include "device/device.h"
+#include "core/layout.h"
 
 #define ROW 3072
 

@@ -14,8 +14,8 @@
 #include <CUnit/Basic.h>
 
 #include "cunit_main.h"
-#include "config.h"
-#include "log.h"
+#include "core/config.h"
+#include "core/log.h"
 
 #define MAX_VARS 16
 

@@ -22,13 +22,13 @@
 
 #include "../fakecuda/check/harness.h"
 #include "cunit_main.h"
-#include "device.h"
-#include "log.h"
-#include "stats.h"
+#include "device/device.h"
+#include "core/log.h"
+#include "core/stats.h"
 
 /* The kernel's body as plain C: gather_one and what it calls. */
 #define GATHER_HOST 1
-#include "../../shim/gather.cu"
+#include "../../shim/device/gather.cu"
 
 /* ---- the kernel source on the host ------------------------------------------ */
 

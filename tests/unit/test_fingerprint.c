@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "cunit_main.h"
-#include "fingerprint.h"
+#include "pool/fingerprint.h"
 
 #define MiB (1ull << 20)
 

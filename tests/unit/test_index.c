@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cunit_main.h"
-#include "index.h"
+#include "pool/index.h"
 
 /* Host bytes per entry the table may use at any load (index.h states the bound). */
 #define IX_TEST_MAX_BYTES 48

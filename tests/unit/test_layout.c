@@ -9,7 +9,7 @@
 #include <CUnit/Basic.h>
 
 #include "cunit_main.h"
-#include "layout.h"
+#include "core/layout.h"
 
 /* Parses text and asserts success; returns the parse result for chaining. */
 static int parse_ok(struct layout *l, const char *text)

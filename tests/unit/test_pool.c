@@ -11,12 +11,12 @@
 #include <string.h>
 
 #include "cunit_main.h"
-#include "config.h"
-#include "device.h"
-#include "fingerprint.h"
-#include "backoff.h"
-#include "pool.h"
-#include "stats.h"
+#include "core/config.h"
+#include "device/device.h"
+#include "pool/fingerprint.h"
+#include "pool/backoff.h"
+#include "pool/pool.h"
+#include "core/stats.h"
 
 #define ROW 3072
 #define MIB (1024ULL * 1024ULL)

@@ -27,9 +27,9 @@
 #include <jansson.h>
 
 #include "cunit_main.h"
-#include "config.h"
-#include "report.h"
-#include "stats.h"
+#include "core/config.h"
+#include "report/report.h"
+#include "core/stats.h"
 
 static char tmpdir[64];
 static struct config cfg;

@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "cunit_main.h"
-#include "fingerprint.h"
-#include "layout.h"
-#include "specpick.h"
+#include "pool/fingerprint.h"
+#include "core/layout.h"
+#include "pool/specpick.h"
 
 #define IMG 32768
 #define MASK 8192

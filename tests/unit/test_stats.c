@@ -18,10 +18,10 @@
 #include <jansson.h>
 
 #include "cunit_main.h"
-#include "fingerprint.h"
-#include "log.h"
-#include "stats.h"
-#include "whatif.h"
+#include "pool/fingerprint.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "pool/whatif.h"
 
 /* Runs stats_write_json into memory for d and parses it; the caller json_decrefs. */
 static json_t *dump_json_d(const struct stats_dump *d)

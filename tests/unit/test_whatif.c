@@ -14,7 +14,7 @@
 #include <CUnit/Basic.h>
 
 #include "cunit_main.h"
-#include "whatif.h"
+#include "pool/whatif.h"
 
 #define ROW 3072ULL
 #define BATCH 64

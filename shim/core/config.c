@@ -1,0 +1,433 @@
+/*
+ * config: the VRAMPOOL_* variables, parsed once from a getenv-like callback.
+ *
+ * Every parser here is strict (no sign, no spaces, no trailing junk) and
+ * never fatal: a bad value costs one stderr line naming the variable, the
+ * value and what was expected, leaves the default in place and turns the
+ * pool off for the run. VRAMPOOL_VERBOSE and VRAMPOOL_QUIET are read first
+ * so they hold whatever else is wrong.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "core/log.h"
+
+#define KIB 1024ULL
+#define MIB (1024ULL * KIB)
+#define GIB (1024ULL * MIB)
+#define TIB (1024ULL * GIB)
+
+#define CONFIG_SHOW_MAX 64	/* longest value quoted in an error line */
+
+/*
+ * Copies value into out for quoting: at most CONFIG_SHOW_MAX characters,
+ * unprintable ones as '?', so a hostile or mistyped value cannot break the
+ * line in two.
+ */
+static const char *config_show(char *out, size_t outlen, const char *value)
+{
+	size_t i, k = 0;
+
+	for (i = 0; value[i] != '\0' && k + 4 < outlen && i < CONFIG_SHOW_MAX; i++)
+		out[k++] = isprint((unsigned char)value[i]) ? value[i] : '?';
+	if (value[i] != '\0' && k + 4 < outlen) {
+		memcpy(out + k, "...", 3);
+		k += 3;
+	}
+	out[k] = '\0';
+	return out;
+}
+
+/* The configuration being loaded, so a complaint can be kept for the dump. */
+static struct config *config_cur;
+
+/* Reports one malformed variable; the caller counts it. The first is kept in problem. */
+static void config_complain(const char *name, const char *value, const char *why)
+{
+	char show[CONFIG_SHOW_MAX + 8];
+
+	config_show(show, sizeof(show), value);
+	log_line("%s='%s' %s; running as pass-through", name, show, why);
+	if (config_cur && config_cur->problem[0] == '\0')
+		snprintf(config_cur->problem, sizeof(config_cur->problem), "%s='%s' %s", name, show, why);
+}
+
+/*
+ * Parses unsigned decimal digits only, the whole string. Returns 0,
+ * -EINVAL (empty or junk) or -ERANGE.
+ */
+static int config_parse_uint(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *p = s;
+
+	if (*p == '\0')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	if (*p != '\0')
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int config_parse_size(const char *s, uint64_t *out)
+{
+	uint64_t v = 0, mult = 1;
+	const char *p = s;
+
+	if (s == NULL || !(*p >= '0' && *p <= '9'))
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	switch (*p) {
+	case 'K': case 'k': mult = KIB; p++; break;
+	case 'M': case 'm': mult = MIB; p++; break;
+	case 'G': case 'g': mult = GIB; p++; break;
+	case 'T': case 't': mult = TIB; p++; break;
+	default: break;
+	}
+	if (mult > 1 && *p == 'i' && p[1] == 'B')
+		p += 2;
+	else if (*p == 'B')
+		p++;
+	if (*p != '\0')
+		return -EINVAL;
+	if (mult > 1 && v > UINT64_MAX / mult)
+		return -ERANGE;
+	*out = v * mult;
+	return 0;
+}
+
+/*
+ * Parses "N%" with 0 < N <= 100 (N may have a decimal part: 12.5%) into a
+ * share in (0, 1]. Returns 0 or -EINVAL.
+ */
+static int config_parse_share(const char *s, double *out)
+{
+	double whole = 0, frac = 0, scale = 1;
+	const char *p = s;
+	int digits = 0;
+
+	for (; *p >= '0' && *p <= '9'; p++, digits++) {
+		whole = whole * 10 + (*p - '0');
+		if (whole > 1000)
+			return -EINVAL;
+	}
+	if (*p == '.') {
+		for (p++; *p >= '0' && *p <= '9'; p++, digits++) {
+			scale /= 10;
+			frac += (*p - '0') * scale;
+		}
+	}
+	if (digits == 0 || p[0] != '%' || p[1] != '\0')
+		return -EINVAL;
+	whole += frac;
+	if (!(whole > 0) || whole > 100)
+		return -EINVAL;
+	*out = whole / 100;
+	return 0;
+}
+
+/* Returns the variable's value, or NULL when unset or empty. */
+static const char *config_get(const char *(*get)(const char *name), const char *name)
+{
+	const char *v = get(name);
+
+	return (v != NULL && v[0] != '\0') ? v : NULL;
+}
+
+/* Parses a 0/1 flag; returns 0 or -EINVAL after complaining. */
+static int config_flag(const char *(*get)(const char *name), const char *name, int *out)
+{
+	const char *v = config_get(get, name);
+
+	if (v == NULL)
+		return 0;
+	if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0) {
+		*out = v[0] == '1';
+		return 0;
+	}
+	config_complain(name, v, "is not a flag (expected 0 or 1)");
+	return -EINVAL;
+}
+
+/*
+ * Parses an integer in [min, max]; returns 0 or -EINVAL after complaining
+ * with expected, the human form of the range.
+ */
+static int config_int(const char *(*get)(const char *name), const char *name,
+		      uint64_t min, uint64_t max, const char *expected, uint64_t *out)
+{
+	const char *v = config_get(get, name);
+	uint64_t n;
+
+	if (v == NULL)
+		return 0;
+	if (config_parse_uint(v, &n) < 0 || n < min || n > max) {
+		config_complain(name, v, expected);
+		return -EINVAL;
+	}
+	*out = n;
+	return 0;
+}
+
+/* Parses a size in [min, max]; returns 0 or -EINVAL after complaining. */
+static int config_size(const char *(*get)(const char *name), const char *name,
+		       uint64_t min, uint64_t max, const char *range, uint64_t *out)
+{
+	const char *v = config_get(get, name);
+	uint64_t n;
+
+	if (v == NULL)
+		return 0;
+	if (config_parse_size(v, &n) < 0) {
+		config_complain(name, v, "is not a size (expected e.g. 64M, 1G)");
+		return -EINVAL;
+	}
+	if (n < min || n > max) {
+		config_complain(name, v, range);
+		return -EINVAL;
+	}
+	*out = n;
+	return 0;
+}
+
+/* VRAMPOOL: on, off, 1, 0 or dry. */
+static int config_switch(struct config *c, const char *(*get)(const char *name))
+{
+	const char *v = config_get(get, "VRAMPOOL");
+
+	if (v == NULL || strcmp(v, "on") == 0 || strcmp(v, "1") == 0)
+		return 0;
+	if (strcmp(v, "off") == 0 || strcmp(v, "0") == 0) {
+		c->off = 1;
+		return 0;
+	}
+	if (strcmp(v, "dry") == 0) {
+		c->dry = 1;
+		return 0;
+	}
+	config_complain("VRAMPOOL", v, "is not a switch (expected on, off, 1, 0 or dry)");
+	return -EINVAL;
+}
+
+/* VRAMPOOL_LAYOUT: the layout grammar; the parser's reason goes in the line. */
+static int config_layout(struct config *c, const char *(*get)(const char *name))
+{
+	const char *v = config_get(get, "VRAMPOOL_LAYOUT");
+	char err[192], why[224];
+
+	if (v == NULL)
+		return 0;
+	if (layout_parse(&c->layout, v, err, sizeof(err)) < 0) {
+		snprintf(why, sizeof(why), "is not a layout: %s", err);
+		config_complain("VRAMPOOL_LAYOUT", v, why);
+		return -EINVAL;
+	}
+	c->has_layout = 1;
+	return 0;
+}
+
+/* VRAMPOOL_BUDGET: auto, a size above zero, or a share N% with 0 < N <= 100. */
+static int config_budget(struct config *c, const char *(*get)(const char *name))
+{
+	const char *v = config_get(get, "VRAMPOOL_BUDGET");
+	uint64_t n;
+	double share;
+
+	if (v == NULL || strcmp(v, "auto") == 0)
+		return 0;
+	if (strchr(v, '%') != NULL) {
+		if (config_parse_share(v, &share) == 0) {
+			c->budget_kind = BUDGET_SHARE;
+			c->budget_share = share;
+			return 0;
+		}
+	} else if (config_parse_size(v, &n) == 0 && n > 0) {
+		c->budget_kind = BUDGET_BYTES;
+		c->budget_bytes = n;
+		return 0;
+	}
+	config_complain("VRAMPOOL_BUDGET", v,
+			"is not a budget (expected auto, a size like 8G, or a share like 50% in (0, 100])");
+	return -EINVAL;
+}
+
+/* A path variable (VRAMPOOL_STATS, VRAMPOOL_TELEMETRY): any path that fits out. */
+static int config_path(const char *(*get)(const char *name), const char *name, char *out, size_t len)
+{
+	const char *v = config_get(get, name);
+	size_t n;
+
+	if (v == NULL)
+		return 0;
+	n = strlen(v);
+	if (n >= len) {
+		config_complain(name, v, "is too long (expected a path under 4096 characters)");
+		return -EINVAL;
+	}
+	memcpy(out, v, n + 1);
+	return 0;
+}
+
+/*
+ * The rank variables of the common launchers, most specific first; the
+ * first set to a number of at most 9 digits wins.
+ */
+static void config_rank(struct config *c, const char *(*get)(const char *name))
+{
+	static const char *const names[] = { "RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+					     "SLURM_PROCID" };
+	size_t i, n;
+
+	snprintf(c->rank, sizeof(c->rank), "0");
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *v = config_get(get, names[i]);
+
+		if (v == NULL)
+			continue;
+		n = strspn(v, "0123456789");
+		if (n == 0 || n > 9 || v[n] != '\0')
+			continue;
+		snprintf(c->rank, sizeof(c->rank), "%s", v);
+		c->has_rank = 1;
+		return;
+	}
+}
+
+const char *config_secure_getenv(const char *name)
+{
+	return secure_getenv(name);
+}
+
+int config_load(struct config *c, const char *(*get)(const char *name))
+{
+	return config_load_secure(c, get, get);
+}
+
+int config_load_secure(struct config *c, const char *(*get)(const char *name),
+		       const char *(*get_path)(const char *name))
+{
+	uint64_t threads = 0;
+	int bad = 0;
+
+	memset(c, 0, sizeof(*c));
+	config_cur = c;
+	c->budget_kind = BUDGET_AUTO;
+	c->probe_after = 2;
+	c->reserve_batches = 16;
+	c->margin = 512 * MIB;
+	c->slab = 64 * MIB;
+	c->telemetry_s = 10;
+	c->whatif_mem = 256 * MIB;
+
+	bad += config_flag(get, "VRAMPOOL_VERBOSE", &c->verbose) < 0;
+	bad += config_flag(get, "VRAMPOOL_QUIET", &c->quiet) < 0;
+	log_set_verbose(c->verbose);
+
+	bad += config_switch(c, get) < 0;
+	bad += config_layout(c, get) < 0;
+	bad += config_budget(c, get) < 0;
+	bad += config_int(get, "VRAMPOOL_PROBE_AFTER", 0, UINT64_MAX,
+			  "is not a count (expected an integer >= 0)", &c->probe_after) < 0;
+	bad += config_int(get, "VRAMPOOL_RESERVE_BATCHES", 0, UINT64_MAX,
+			  "is not a count (expected an integer >= 0)", &c->reserve_batches) < 0;
+	bad += config_size(get, "VRAMPOOL_MARGIN", 0, UINT64_MAX, "", &c->margin) < 0;
+	bad += config_size(get, "VRAMPOOL_SLAB", MIB, 16 * GIB,
+			   "is out of range (expected a size from 1M to 16G)", &c->slab) < 0;
+	bad += config_int(get, "VRAMPOOL_THREADS", 1, 256,
+			  "is not a thread count (expected an integer from 1 to 256)", &threads) < 0;
+	c->threads = (unsigned)threads;
+	bad += config_int(get, "VRAMPOOL_TELEMETRY_S", 1, 86400,
+			  "is not an interval (expected seconds from 1 to 86400)", &c->telemetry_s) < 0;
+	bad += config_size(get, "VRAMPOOL_WHATIF_MEM", 16 * KIB, TIB,
+			   "is out of range (expected a size from 16K to 1T)", &c->whatif_mem) < 0;
+	bad += config_path(get_path, "VRAMPOOL_STATS", c->stats_path, sizeof(c->stats_path)) < 0;
+	bad += config_path(get_path, "VRAMPOOL_TELEMETRY", c->telemetry_path, sizeof(c->telemetry_path)) < 0;
+	config_rank(c, get);
+
+	c->invalid = bad;
+	c->enabled = !c->off && !c->dry && bad == 0;
+	config_cur = NULL;
+	return bad;
+}
+
+/* Appends s to out at *k, each byte through the host filter when host is set. */
+static int config_append(char *out, size_t len, size_t *k, const char *s, int host)
+{
+	if (host && (strcmp(s, ".") == 0 || strcmp(s, "..") == 0 || s[0] == '\0'))
+		s = "_";
+	for (; *s != '\0'; s++) {
+		char ch = *s;
+
+		if (*k + 1 >= len)
+			return -ENAMETOOLONG;
+		if (host && !isalnum((unsigned char)ch) && ch != '.' && ch != '_' && ch != '-')
+			ch = '_';
+		out[(*k)++] = ch;
+	}
+	return 0;
+}
+
+int config_expand_path(const char *pattern, long pid, const char *rank, const char *host,
+		       char *out, size_t len)
+{
+	char num[24];
+	size_t k = 0;
+
+	if (len == 0)
+		return -ENAMETOOLONG;
+	while (*pattern != '\0') {
+		int err = 0;
+
+		if (pattern[0] == '%' && (pattern[1] == 'p' || pattern[1] == 'r' || pattern[1] == 'h')) {
+			if (pattern[1] == 'p') {
+				snprintf(num, sizeof(num), "%ld", pid);
+				err = config_append(out, len, &k, num, 0);
+			} else if (pattern[1] == 'r') {
+				err = config_append(out, len, &k, rank ? rank : "0", 0);
+			} else {
+				err = config_append(out, len, &k, host ? host : "", 1);
+			}
+			pattern += 2;
+		} else if (k + 1 >= len) {
+			err = -ENAMETOOLONG;
+		} else {
+			out[k++] = *pattern++;
+		}
+		if (err)
+			goto out_too_long;
+	}
+	out[k] = '\0';
+	return 0;
+
+out_too_long:
+	out[0] = '\0';
+	return -ENAMETOOLONG;
+}
+
+int config_stats_path(const struct config *c, long pid, char *out, size_t len)
+{
+	char host[256];
+
+	if (gethostname(host, sizeof(host)) != 0)
+		host[0] = '\0';
+	host[sizeof(host) - 1] = '\0';
+	return config_expand_path(c->stats_path, pid, c->rank[0] ? c->rank : "0", host, out, len);
+}

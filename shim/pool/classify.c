@@ -1,0 +1,113 @@
+/*
+ * classify: the decisions of classify.h, with the pointer queries made
+ * only when they matter (an explicit host-to-device copy that matches no
+ * spec costs no query at all).
+ */
+#include "pool/classify.h"
+
+static const char *const classify_names[CL__COUNT] = {
+	[CL_POOL] = "pooled",
+	[CL_OFF] = "off",
+	[CL_NO_LAYOUT] = "no_layout",
+	[CL_NO_MATCH] = "no_match",
+	[CL_DST_NOT_DEVICE] = "dst_not_device",
+	[CL_DST_EXTENT] = "dst_extent",
+	[CL_NO_CONTEXT] = "no_context",
+	[CL_SRC_NOT_HOST] = "src_not_host",
+	[CL_CAPTURING] = "graph_capture",
+	[CL_NO_DRIVER] = "no_driver",
+};
+
+const char *classify_reason_name(enum classify_reason r)
+{
+	return (unsigned)r < CL__COUNT ? classify_names[r] : "unknown";
+}
+
+/* Whether a pointer of this kind is host memory as a copy source. */
+static int classify_is_host(enum dev_mem k)
+{
+	return k == DEV_MEM_UNREGISTERED || k == DEV_MEM_HOST;
+}
+
+int classify_copy(const struct classify_in *in, struct classify_out *out)
+{
+	enum dev_mem dkind = DEV_MEM_UNREGISTERED, skind = DEV_MEM_UNREGISTERED;
+	int ddev = -1, sdev = -1, cur = -1, capturing = 0, matched;
+	struct layout_hit hit = { 0 };
+	uint64_t dend = 0;
+	dev_stream ds;
+
+	if (in->dir == CL_DIR_OTHER)
+		return 0;
+	matched = in->layout && layout_match_hit(in->layout, in->n, &hit);
+	/* An explicit host-to-device copy the pool will not take needs no query. */
+	if (in->dir == CL_DIR_H2D && !matched) {
+		out->reason = in->layout ? CL_NO_MATCH : (enum classify_reason)in->off_reason;
+		return 1;
+	}
+	if (device_open()) {
+		if (in->dir != CL_DIR_H2D)
+			return 0;       /* without the driver the direction is unknown */
+		out->reason = CL_NO_DRIVER;
+		return 1;
+	}
+	if (device_classify(in->dst, &dkind, &ddev, &dend)) {
+		if (in->dir != CL_DIR_H2D)
+			return 0;
+		out->reason = CL_DST_NOT_DEVICE;
+		return 1;
+	}
+	if (in->dir == CL_DIR_INFER) {
+		/* Managed memory is the device's, as CUDA counts it. */
+		if (dkind != DEV_MEM_DEVICE && dkind != DEV_MEM_MANAGED)
+			return 0;
+		if (!in->src || device_classify(in->src, &skind, &sdev, NULL) || !classify_is_host(skind))
+			return 0;
+		if (!matched) {
+			out->reason = in->layout ? CL_NO_MATCH : (enum classify_reason)in->off_reason;
+			return 1;
+		}
+	}
+	if (dkind != DEV_MEM_DEVICE) {
+		out->reason = CL_DST_NOT_DEVICE;
+		return 1;
+	}
+	if (!dend || (uint64_t)(uintptr_t)in->dst + in->n > dend || (uint64_t)(uintptr_t)in->dst + in->n < in->n) {
+		out->reason = CL_DST_EXTENT;
+		return 1;
+	}
+	if (device_current(&cur) || cur != ddev) {
+		out->reason = CL_NO_CONTEXT;
+		return 1;
+	}
+	/* The pool reads the source on the host: it must be host memory. A
+	 * wrong kind or pointer is the runtime's to refuse, not ours to fault on. */
+	if (in->dir == CL_DIR_H2D &&
+	    (!in->src || device_classify(in->src, &skind, &sdev, NULL) || !classify_is_host(skind))) {
+		out->reason = CL_SRC_NOT_HOST;
+		return 1;
+	}
+	if (in->sync)
+		ds = in->per_thread ? DEV_STREAM_PER_THREAD : NULL;
+	else if (in->per_thread && in->stream == NULL)
+		ds = DEV_STREAM_PER_THREAD;
+	else
+		ds = in->stream;
+	device_is_capturing(ds, &capturing);
+	if (capturing) {
+		out->reason = CL_CAPTURING;
+		return 1;
+	}
+	out->reason = CL_POOL;
+	out->hit = hit;
+	out->dev = ddev;
+	out->ds = ds;
+	out->src_pinned = skind == DEV_MEM_HOST;
+	/* A pinned source is read when the copy runs: if the stream may run it
+	 * later (work queued before it; the legacy stream also waits for other
+	 * streams), captured rows are checked then. A pageable source is
+	 * staged during the call. */
+	out->verify = out->src_pinned &&
+		      (ds == NULL || ds == DEV_STREAM_LEGACY || device_stream_query(ds) != 0);
+	return 1;
+}

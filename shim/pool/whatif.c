@@ -1,0 +1,342 @@
+/*
+ * whatif: the what-if curve (whatif.h is the contract).
+ *
+ * Two structures. The histogram: repeat bytes per first-seen position, in
+ * log-linear buckets (positions below 64 exact, then 64 buckets per power
+ * of two), relaxed atomics that any thread adds to without a lock. The
+ * table: open addressing with linear probing over 16-byte entries (64 bits
+ * of the row's fingerprint, 0 meaning empty, and its position), guarded by
+ * one mutex, kept at most half full; it doubles until the memory cap, then
+ * the sampling rate halves instead (an entry stays tracked while the top k
+ * bits of its key are zero) and the entries that no longer qualify are
+ * deleted in place by backward shifting. The slot of a key comes from its
+ * low bits, the sampling test from its high bits, so the two are
+ * independent.
+ *
+ * Everything the snapshot reads (unique bytes, tracked rows, the sampling
+ * shift, the histogram) is atomic, so a snapshot takes no lock.
+ */
+#include "pool/whatif.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WHATIF_SUB_BITS 6
+#define WHATIF_SUB (1U << WHATIF_SUB_BITS)
+#define WHATIF_BUCKETS ((64 - WHATIF_SUB_BITS + 1) * WHATIF_SUB)
+#define WHATIF_FIRST_SLOTS 4096ULL      /* the table's first size, in entries */
+#define WHATIF_PREFETCH 8               /* rows ahead whose slots are prefetched */
+
+struct whatif_entry {
+	uint64_t key;   /* 0: empty */
+	uint64_t pos;
+};
+
+static _Atomic uint64_t whatif_hist[WHATIF_BUCKETS];
+
+static struct {
+	pthread_mutex_t lock;
+	struct whatif_entry *slots;     /* cap entries, or NULL before the first row */
+	uint64_t cap;                   /* a power of two */
+	uint64_t max_slots;             /* the cap in entries (a power of two) */
+	uint64_t used;
+	int failed;                     /* an allocation failed: observe nothing more */
+	_Atomic unsigned shift;         /* sampling: a row is tracked when key >> (64 - shift) == 0 */
+	_Atomic uint64_t unique;        /* U, scaled */
+	_Atomic uint64_t tracked;       /* entries in the table */
+} whatif = { .lock = PTHREAD_MUTEX_INITIALIZER, .max_slots = WHATIF_DEFAULT_MEM / sizeof(struct whatif_entry) };
+
+/* The bucket of position p. */
+static unsigned whatif_bucket(uint64_t p)
+{
+	unsigned e;
+
+	if (p < WHATIF_SUB)
+		return (unsigned)p;
+	e = 63U - (unsigned)__builtin_clzll(p);
+	return (e - WHATIF_SUB_BITS) * WHATIF_SUB + (unsigned)(p >> (e - WHATIF_SUB_BITS));
+}
+
+/* The first position of bucket b and its width. */
+static uint64_t whatif_bucket_lo(unsigned b, uint64_t *width)
+{
+	unsigned e, shift;
+	uint64_t m;
+
+	if (b < 2 * WHATIF_SUB) {
+		*width = 1;
+		return b;
+	}
+	e = b / WHATIF_SUB + WHATIF_SUB_BITS - 1;
+	shift = e - WHATIF_SUB_BITS;
+	m = b - (uint64_t)shift * WHATIF_SUB;
+	*width = 1ULL << shift;
+	return m << shift;
+}
+
+void whatif_repeat(uint64_t pos, uint64_t bytes)
+{
+	atomic_fetch_add_explicit(&whatif_hist[whatif_bucket(pos ? pos : 1)], bytes, memory_order_relaxed);
+}
+
+/* The table key of a fingerprint: 64 of its bits, never 0. */
+static inline uint64_t whatif_key(const struct fp *f)
+{
+	return f->lo ? f->lo : 1;
+}
+
+static inline int whatif_tracked(uint64_t key, unsigned shift)
+{
+	return shift == 0 || (key >> (64 - shift)) == 0;
+}
+
+/* Returns the slot holding key, or the empty slot where it belongs. */
+static struct whatif_entry *whatif_find(uint64_t key)
+{
+	uint64_t mask = whatif.cap - 1, i = key & mask;
+
+	while (whatif.slots[i].key != 0 && whatif.slots[i].key != key)
+		i = (i + 1) & mask;
+	return &whatif.slots[i];
+}
+
+/* Moves every entry into a table of cap entries. Returns 0 or -1 (no memory). */
+static int whatif_rehash(uint64_t cap)
+{
+	struct whatif_entry *old = whatif.slots, *s;
+	uint64_t i, oldcap = whatif.cap;
+
+	s = calloc(cap, sizeof(*s));
+	if (!s)
+		return -1;
+	whatif.slots = s;
+	whatif.cap = cap;
+	for (i = 0; old && i < oldcap; i++)
+		if (old[i].key != 0)
+			*whatif_find(old[i].key) = old[i];
+	free(old);
+	return 0;
+}
+
+/*
+ * Deletes the entry at slot i by backward shifting (Knuth's algorithm R):
+ * later entries of the cluster that may live at i move back, so every
+ * remaining entry stays reachable from its home slot without tombstones.
+ */
+static void whatif_delete_at(uint64_t i)
+{
+	uint64_t mask = whatif.cap - 1, j = i, k;
+
+	for (;;) {
+		whatif.slots[i].key = 0;
+		for (;;) {
+			j = (j + 1) & mask;
+			if (whatif.slots[j].key == 0)
+				return;
+			k = whatif.slots[j].key & mask;
+			/* the entry at j may stay when its home k lies cyclically in (i, j] */
+			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+				continue;
+			break;
+		}
+		whatif.slots[i] = whatif.slots[j];
+		i = j;
+	}
+}
+
+/*
+ * Halves the sampling rate and drops the entries that no longer qualify.
+ * The walk starts after an empty slot (there is one: the table is at most
+ * half full), so a cluster is never entered in its middle; a deletion only
+ * moves entries backwards, into the slot being examined or into later ones,
+ * so every entry is examined once it has settled.
+ */
+static void whatif_halve_rate(void)
+{
+	unsigned shift = atomic_load_explicit(&whatif.shift, memory_order_relaxed) + 1;
+	uint64_t mask = whatif.cap - 1, start = 0, n, i;
+
+	if (shift > 63)
+		return;
+	atomic_store_explicit(&whatif.shift, shift, memory_order_relaxed);
+	while (whatif.slots[start].key != 0)
+		start++;
+	for (n = 1; n <= whatif.cap; n++) {
+		i = (start + n) & mask;
+		while (whatif.slots[i].key != 0 && !whatif_tracked(whatif.slots[i].key, shift)) {
+			whatif_delete_at(i);
+			whatif.used--;
+		}
+	}
+	atomic_store_explicit(&whatif.tracked, whatif.used, memory_order_relaxed);
+}
+
+/* Keeps the table at most half full: doubles it, or past the cap halves the rate. */
+static void whatif_make_room(void)
+{
+	while (whatif.used * 2 > whatif.cap) {
+		if (whatif.cap < whatif.max_slots && whatif_rehash(whatif.cap * 2) == 0)
+			continue;
+		if (atomic_load_explicit(&whatif.shift, memory_order_relaxed) >= 63)
+			return;
+		whatif_halve_rate();
+	}
+}
+
+/* Observes one row under the lock; returns its position. */
+static uint64_t whatif_observe_one(uint64_t key, uint64_t row)
+{
+	unsigned shift = atomic_load_explicit(&whatif.shift, memory_order_relaxed);
+	uint64_t scaled = shift ? row << shift : row;
+	uint64_t u = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
+	struct whatif_entry *e;
+
+	if (!whatif_tracked(key, shift))
+		return u;
+	e = whatif_find(key);
+	if (e->key == key) {
+		whatif_repeat(e->pos, scaled);
+		return e->pos;
+	}
+	u += scaled;
+	atomic_store_explicit(&whatif.unique, u, memory_order_relaxed);
+	e->key = key;
+	e->pos = u;
+	whatif.used++;
+	atomic_store_explicit(&whatif.tracked, whatif.used, memory_order_relaxed);
+	whatif_make_room();
+	return u;
+}
+
+void whatif_observe(const struct fp *fps, const uint8_t *skip, uint64_t nrows, uint64_t row,
+		    uint64_t *pos)
+{
+	uint64_t i, p;
+
+	if (pos)
+		memset(pos, 0, nrows * sizeof(*pos));
+	if (nrows == 0 || row == 0)
+		return;
+	pthread_mutex_lock(&whatif.lock);
+	if (!whatif.slots && !whatif.failed) {
+		uint64_t first = WHATIF_FIRST_SLOTS < whatif.max_slots ? WHATIF_FIRST_SLOTS : whatif.max_slots;
+
+		whatif.failed = whatif_rehash(first) != 0;
+	}
+	if (whatif.failed)
+		goto out_unlock;
+	for (i = 0; i < nrows; i++) {
+		if (i + WHATIF_PREFETCH < nrows)
+			__builtin_prefetch(&whatif.slots[whatif_key(&fps[i + WHATIF_PREFETCH]) & (whatif.cap - 1)]);
+		if (skip && skip[i])
+			continue;
+		p = whatif_observe_one(whatif_key(&fps[i]), row);
+		if (pos)
+			pos[i] = p;
+	}
+out_unlock:
+	pthread_mutex_unlock(&whatif.lock);
+}
+
+/*
+ * Evaluates the histogram at the n budgets b[] (increasing) in one pass, so
+ * the served figures of one snapshot are consistent with each other.
+ * Inside a bucket the repeats are taken as spread evenly over its
+ * positions, up to the last position handed out (U), which no repeat can
+ * lie beyond. Returns the total of the histogram (R).
+ */
+static uint64_t whatif_eval(const uint64_t *b, uint64_t *served, int n)
+{
+	uint64_t top = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
+	uint64_t cum = 0, lo, width, hi, c;
+	unsigned k;
+	int j = 0;
+
+	for (k = 0; k < WHATIF_BUCKETS; k++) {
+		c = atomic_load_explicit(&whatif_hist[k], memory_order_relaxed);
+		lo = whatif_bucket_lo(k, &width);
+		hi = lo + (width - 1);
+		if (lo <= top && top < hi)
+			width = top - lo + 1;
+		while (j < n && b[j] < lo)
+			served[j++] = cum;
+		while (j < n && b[j] <= hi) {
+			uint64_t in = b[j] - lo + 1;
+
+			served[j] = cum + (in >= width ? c : (uint64_t)((long double)c * (long double)in /
+									  (long double)width));
+			j++;
+		}
+		cum += c;
+	}
+	while (j < n)
+		served[j++] = cum;
+	return cum;
+}
+
+uint64_t whatif_served_at(uint64_t b)
+{
+	uint64_t served;
+
+	if (b == 0)
+		return 0;
+	whatif_eval(&b, &served, 1);
+	return served;
+}
+
+void whatif_snapshot(struct whatif_snapshot *s, uint64_t extra_budget)
+{
+	uint64_t u = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
+	uint64_t step = u / (WHATIF_POINTS - 1), rem = u % (WHATIF_POINTS - 1);
+	int i, n = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->unique_bytes = u;
+	s->tracked_rows = atomic_load_explicit(&whatif.tracked, memory_order_relaxed);
+	s->sampled = atomic_load_explicit(&whatif.shift, memory_order_relaxed) > 0;
+	for (i = 0; i < WHATIF_POINTS && (u > 0 || i == 0); i++) {
+		uint64_t b = step * (uint64_t)i + rem * (uint64_t)i / (WHATIF_POINTS - 1);
+
+		if (extra_budget > 0 && extra_budget < u && n > 0 && s->budget[n - 1] < extra_budget &&
+		    extra_budget < b)
+			s->budget[n++] = extra_budget;
+		if (n == 0 || b > s->budget[n - 1])
+			s->budget[n++] = b;
+	}
+	s->npoints = n;
+	s->repeat_bytes = whatif_eval(s->budget, s->served, n);
+	s->served[0] = 0;	/* budget 0 holds nothing */
+}
+
+void whatif_setup(uint64_t max_bytes)
+{
+	uint64_t slots;
+
+	if (max_bytes == 0)
+		max_bytes = WHATIF_DEFAULT_MEM;
+	if (max_bytes < WHATIF_MIN_MEM)
+		max_bytes = WHATIF_MIN_MEM;
+	slots = max_bytes / sizeof(struct whatif_entry);
+	whatif_reset();
+	/* the largest power of two that fits */
+	whatif.max_slots = 1ULL << (63 - __builtin_clzll(slots));
+}
+
+void whatif_reset(void)
+{
+	unsigned k;
+
+	pthread_mutex_init(&whatif.lock, NULL);
+	free(whatif.slots);
+	whatif.slots = NULL;
+	whatif.cap = 0;
+	whatif.used = 0;
+	whatif.failed = 0;
+	atomic_store(&whatif.shift, 0);
+	atomic_store(&whatif.unique, 0);
+	atomic_store(&whatif.tracked, 0);
+	for (k = 0; k < WHATIF_BUCKETS; k++)
+		atomic_store_explicit(&whatif_hist[k], 0, memory_order_relaxed);
+}

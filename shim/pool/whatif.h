@@ -1,0 +1,108 @@
+/*
+ * whatif: what a pool of any budget would have served, had it admitted
+ * rows fill-until-full in first-seen order (DESIGN.md, "whatif").
+ *
+ * Every row the shim fingerprints gets a first-seen position: the unique
+ * bytes seen up to and including it (its "end"). A pool of budget B holds
+ * exactly the rows whose end is at most B, so each later sighting of such a
+ * row is bytes a pool of budget B would have served. The module keeps, per
+ * position, the repeat bytes seen, and answers the curve served(B).
+ *
+ * Two sources feed it. Rows the pool served (hits) are already known to the
+ * pool, which reports them with whatif_repeat and the position it kept for
+ * them (a slab remembers the first-seen positions of its rows). Every other
+ * fingerprinted row (misses, dry runs, rows a full pool did not admit) goes
+ * through whatif_observe, which keeps its own table of fingerprints. A row
+ * must reach the module once per sighting, through one of the two.
+ *
+ * Positions are kept in a histogram of log-linear buckets (64 per power of
+ * two: a bucket spans at most 1/64 of its position), so the curve is exact
+ * at bucket edges and interpolated inside a bucket; under reshuffle the
+ * interpolation error is far below 1%.
+ *
+ * Memory cap. The fingerprint table holds one 16-byte entry per tracked
+ * row (64 bits of the fingerprint and the row's position) in at most
+ * whatif_setup's max_bytes (VRAMPOOL_WHATIF_MEM, default 256 MiB: about 8
+ * million rows at the table's load limit of one half). It starts small and
+ * doubles; while it doubles the old and the new table are both held (1.5
+ * times the cap at the last doubling). Past the cap, rows are tracked by
+ * consistent sampling on their fingerprint (a row is tracked or not by its
+ * content, so its repeats are too) at a rate halved each time the table
+ * fills again, entries that no longer qualify being dropped in place; a
+ * tracked row then stands for 2^k rows and the figures are scaled by it:
+ * estimates, flagged "sampled" in the snapshot (a few percent off with a
+ * thousand tracked rows or more). The histogram is fixed (about 30 KiB).
+ *
+ * Cost. whatif_repeat is one relaxed atomic add into the histogram (no
+ * hashing, no lock): it runs on the hit path. whatif_observe takes the
+ * module's lock once per call and makes one table probe per row, with the
+ * slots of the next rows prefetched.
+ *
+ * Thread-safe: any number of threads may feed it. whatif_snapshot and
+ * whatif_served_at take no lock (they read atomics only), so the reporter
+ * can call them while a thread stopped by a signal holds the lock.
+ */
+#ifndef VRAMPOOL_WHATIF_H
+#define VRAMPOOL_WHATIF_H
+
+#include <stdint.h>
+
+#include "pool/fingerprint.h"
+
+#define WHATIF_POINTS 24        /* curve points in a snapshot (at least 16) */
+#define WHATIF_DEFAULT_MEM (256ULL << 20)
+#define WHATIF_MIN_MEM (16ULL << 10)
+
+/*
+ * Sets the memory cap (0: WHATIF_DEFAULT_MEM; less than WHATIF_MIN_MEM is
+ * raised to it) and clears every figure.
+ */
+void whatif_setup(uint64_t max_bytes);
+
+/*
+ * Observes nrows rows of row bytes that the pool did not serve. Rows with
+ * skip[i] set are ignored (skip may be NULL). A row seen for the first time
+ * gets the next position; a row seen before counts row bytes of repeat at
+ * its position. When pos is not NULL, pos[i] gets each row's first-seen
+ * position end (0 for a skipped row; in sampled mode, for a row not
+ * tracked, the estimated unique bytes so far), which the pool keeps for
+ * the rows it captures.
+ */
+void whatif_observe(const struct fp *fps, const uint8_t *skip, uint64_t nrows, uint64_t row,
+		    uint64_t *pos);
+
+/*
+ * Counts bytes of repeat (pool hits) at first-seen position end pos. A
+ * position of 0 (unknown) counts at every budget from one byte up.
+ */
+void whatif_repeat(uint64_t pos, uint64_t bytes);
+
+struct whatif_snapshot {
+	uint64_t unique_bytes;          /* U: distinct bytes seen (estimate when sampled) */
+	uint64_t repeat_bytes;          /* R: bytes of repeat sightings */
+	uint64_t tracked_rows;          /* rows in the table */
+	int sampled;                    /* 1 when past the memory cap */
+	int npoints;
+	uint64_t budget[WHATIF_POINTS + 2];   /* increasing, 0 first, U last */
+	uint64_t served[WHATIF_POINTS + 2];   /* bytes a pool of that budget would have served */
+};
+
+/*
+ * Fills s: WHATIF_POINTS points evenly from 0 to U, U included (a single
+ * point 0 while U is 0), plus the point at extra_budget when it lies
+ * inside (0, U) (the run's actual budget; 0: none). served is
+ * non-decreasing along the curve.
+ */
+void whatif_snapshot(struct whatif_snapshot *s, uint64_t extra_budget);
+
+/* Bytes a pool of budget b would have served (interpolated inside a bucket). */
+uint64_t whatif_served_at(uint64_t b);
+
+/*
+ * Frees the table and clears every figure, keeping the cap (tests, fork
+ * child: the child starts empty). Safe in a forked child whose parent had
+ * another thread inside the module: the lock is made anew.
+ */
+void whatif_reset(void);
+
+#endif
