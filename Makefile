@@ -105,7 +105,7 @@ $(B)/libvrampool.so: $(SHIM_OBJ) $(GATHER_OBJ) shim/intercept/libvrampool.map
 # (report --plot).
 TOOL_SRC := $(wildcard analysis/*.c)
 TOOL_OBJ := $(TOOL_SRC:analysis/%.c=$(B)/analysis/%.o)
-TOOL_SHIM := core/config core/layout core/log
+TOOL_SHIM := core/config core/layout core/size core/log
 TOOL_SHIM_OBJ := $(TOOL_SHIM:%=$(B)/analysis/shim/%.o)
 CAIRO_CFLAGS := $(shell pkg-config --cflags cairo fontconfig 2>/dev/null || echo -I/usr/include/cairo)
 TOOL_CFLAGS := $(CFLAGS_COMMON) $(SANFLAGS) -Ishim $(CAIRO_CFLAGS) -DVRAMPOOL_VERSION='"$(VERSION)"'

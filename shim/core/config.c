@@ -16,6 +16,7 @@
 
 #include "core/config.h"
 #include "core/log.h"
+#include "core/size.h"
 
 #define KIB 1024ULL
 #define MIB (1024ULL * KIB)
@@ -78,39 +79,6 @@ static int config_parse_uint(const char *s, uint64_t *out)
 	if (*p != '\0')
 		return -EINVAL;
 	*out = v;
-	return 0;
-}
-
-int config_parse_size(const char *s, uint64_t *out)
-{
-	uint64_t v = 0, mult = 1;
-	const char *p = s;
-
-	if (s == NULL || !(*p >= '0' && *p <= '9'))
-		return -EINVAL;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		unsigned d = (unsigned)(*p - '0');
-
-		if (v > (UINT64_MAX - d) / 10)
-			return -ERANGE;
-		v = v * 10 + d;
-	}
-	switch (*p) {
-	case 'K': case 'k': mult = KIB; p++; break;
-	case 'M': case 'm': mult = MIB; p++; break;
-	case 'G': case 'g': mult = GIB; p++; break;
-	case 'T': case 't': mult = TIB; p++; break;
-	default: break;
-	}
-	if (mult > 1 && *p == 'i' && p[1] == 'B')
-		p += 2;
-	else if (*p == 'B')
-		p++;
-	if (*p != '\0')
-		return -EINVAL;
-	if (mult > 1 && v > UINT64_MAX / mult)
-		return -ERANGE;
-	*out = v * mult;
 	return 0;
 }
 
@@ -196,7 +164,7 @@ static int config_size(const char *(*get)(const char *name), const char *name,
 
 	if (v == NULL)
 		return 0;
-	if (config_parse_size(v, &n) < 0) {
+	if (size_parse(v, &n) < 0) {
 		config_complain(name, v, "is not a size (expected e.g. 64M, 1G)");
 		return -EINVAL;
 	}
@@ -259,7 +227,7 @@ static int config_budget(struct config *c, const char *(*get)(const char *name))
 			c->budget_share = share;
 			return 0;
 		}
-	} else if (config_parse_size(v, &n) == 0 && n > 0) {
+	} else if (size_parse(v, &n) == 0 && n > 0) {
 		c->budget_kind = BUDGET_BYTES;
 		c->budget_bytes = n;
 		return 0;

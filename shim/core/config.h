@@ -53,13 +53,6 @@ struct config {
 };
 
 /*
- * Parses a size: decimal digits with an optional K, M, G or T suffix (binary
- * multiples; a trailing "B" or "iB" is accepted: 8G, 8GB, 8GiB). Returns 0
- * or -EINVAL (empty, junk, zero is allowed, overflow is -ERANGE).
- */
-int config_parse_size(const char *s, uint64_t *out);
-
-/*
  * Fills c from the variables returned by get, path variables from
  * get_path (pass getenv and config_secure_getenv in the shim). Prints one
  * stderr line per malformed variable, for example

@@ -1,6 +1,6 @@
 /*
  * dlreal: reads the dynamic symbol table of the loaded C library to find
- * dlsym and dlvsym (dlreal.h says why).
+ * dlsym, dlvsym and sigaction (dlreal.h says why).
  *
  * dl_iterate_phdr gives each loaded object's base and program headers; the
  * PT_DYNAMIC segment gives DT_SYMTAB, DT_STRTAB and a hash table (DT_HASH
@@ -16,14 +16,17 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 
 typedef void *dlsym_fn(void *, const char *);
 typedef void *dlvsym_fn(void *, const char *, const char *);
+typedef int sigaction_fn(int, const struct sigaction *, struct sigaction *);
 
 static pthread_once_t dlreal_once = PTHREAD_ONCE_INIT;
 static dlsym_fn *dlreal_dlsym;
 static dlvsym_fn *dlreal_dlvsym;
+static sigaction_fn *dlreal_sigaction_p;
 
 /* An address from the dynamic section, made absolute. */
 static ElfW(Addr) dlreal_abs(ElfW(Addr) base, ElfW(Addr) p)
@@ -49,10 +52,21 @@ static uint32_t dlreal_gnu_count(const uint32_t *h)
 	return last + 1;
 }
 
+#define DLREAL_NAMES 3
+
 struct dlreal_find {
-	const char *names[2];
-	void *found[2];
+	const char *names[DLREAL_NAMES];
+	void *found[DLREAL_NAMES];
 };
+
+/* Whether every name was found. */
+static int dlreal_all(const struct dlreal_find *f)
+{
+	for (int k = 0; k < DLREAL_NAMES; k++)
+		if (!f->found[k])
+			return 0;
+	return 1;
+}
 
 static int dlreal_phdr(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -101,20 +115,21 @@ static int dlreal_phdr(struct dl_phdr_info *info, size_t size, void *arg)
 
 		if (s->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(s->st_info) != STT_FUNC || !s->st_value)
 			continue;
-		for (int k = 0; k < 2; k++)
+		for (int k = 0; k < DLREAL_NAMES; k++)
 			if (!f->found[k] && strcmp(strs + s->st_name, f->names[k]) == 0)
 				f->found[k] = (void *)(info->dlpi_addr + s->st_value);
 	}
-	return f->found[0] && f->found[1];
+	return dlreal_all(f);
 }
 
 static void dlreal_load(void)
 {
-	struct dlreal_find f = { .names = { "dlsym", "dlvsym" } };
+	struct dlreal_find f = { .names = { "dlsym", "dlvsym", "sigaction" } };
 
 	dl_iterate_phdr(dlreal_phdr, &f);
 	*(void **)&dlreal_dlsym = f.found[0];
 	*(void **)&dlreal_dlvsym = f.found[1];
+	*(void **)&dlreal_sigaction_p = f.found[2];
 }
 
 int dlreal_init(void)
@@ -145,4 +160,15 @@ void *dlreal_dlvsym_fn(void)
 {
 	dlreal_init();
 	return *(void **)&dlreal_dlvsym;
+}
+
+int dlreal_sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
+{
+	if (!dlreal_sigaction_p)
+		dlreal_init();
+	if (!dlreal_sigaction_p) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return dlreal_sigaction_p(sig, act, oldact);
 }

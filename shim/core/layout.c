@@ -4,16 +4,16 @@
  * Fixed row sizes are kept sorted from largest to smallest and without
  * duplicates, so layout_match returns the first row that divides the copy:
  * that is the largest matching row, as the contract asks. Sizes with a
- * suffix use config_parse_size, so the layout and the other variables share
- * one size grammar.
+ * suffix use size_parse (core/size.h), so the layout and the other
+ * variables share one size grammar.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "core/config.h"
 #include "core/layout.h"
+#include "core/size.h"
 
 #define LAYOUT_SPEC_MAX 128	/* longest single spec accepted */
 #define LAYOUT_SHOW_MAX 48	/* longest spec quoted in an error */
@@ -112,7 +112,7 @@ out_range:
 static int layout_parse_bytes(const char *s, const char *show, const char *what,
 			      uint64_t *out, char *err, size_t errlen)
 {
-	int rc = config_parse_size(s, out);
+	int rc = size_parse(s, out);
 
 	if (rc == -ERANGE) {
 		snprintf(err, errlen, "'%s' is too large (the %s overflows 64 bits)", show, what);

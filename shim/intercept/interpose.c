@@ -1926,33 +1926,13 @@ __attribute__((constructor(101))) static void vp_init(void)
  * the shim's handler for SIGINT, SIGTERM and SIGHUP stays in place of
  * SIG_DFL while the program sees SIG_DFL (Python sets SIG_DFL, then raises
  * SIGINT to end on a KeyboardInterrupt). signal() is sigaction with glibc's
- * BSD semantics: SA_RESTART, the signal blocked in its own handler. libc's
- * sigaction is resolved by a constructor, and again on a call that comes
- * first, never from a signal handler in practice.
+ * BSD semantics: SA_RESTART, the signal blocked in its own handler. The
+ * C library's sigaction comes from core/dlreal, found by the constructor.
  */
-
-static __typeof__(sigaction) *real_sigaction;
-
-static int vp_real_sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
-{
-	__typeof__(sigaction) *f = __atomic_load_n(&real_sigaction, __ATOMIC_ACQUIRE);
-	void *sym;
-
-	if (!f) {
-		sym = dlreal_sym(RTLD_NEXT, "sigaction");
-		if (!sym || vp_is_self(sym)) {
-			errno = ENOSYS;
-			return -1;
-		}
-		*(void **)&f = sym;
-		__atomic_store_n(&real_sigaction, f, __ATOMIC_RELEASE);
-	}
-	return f(sig, act, oldact);
-}
 
 VP_API int sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
 {
-	return report_sigaction(sig, act, oldact, vp_real_sigaction);
+	return report_sigaction(sig, act, oldact);
 }
 
 VP_API sighandler_t signal(int sig, sighandler_t handler)
@@ -1965,15 +1945,7 @@ VP_API sighandler_t signal(int sig, sighandler_t handler)
 	if (sig > 0 && sig < NSIG)
 		sigaddset(&act.sa_mask, sig);
 	act.sa_flags = SA_RESTART;
-	if (report_sigaction(sig, &act, &old, vp_real_sigaction) != 0)
+	if (report_sigaction(sig, &act, &old) != 0)
 		return SIG_ERR;
 	return old.sa_handler;
-}
-
-__attribute__((constructor)) static void vp_signal_init(void)
-{
-	int saved = errno;
-
-	vp_real_sigaction(0, NULL, NULL);	/* resolves; signal 0 is refused */
-	errno = saved;
 }

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/dlreal.h"
 #include "core/log.h"
 #include "core/stats.h"
 #include "pool/whatif.h"
@@ -441,7 +442,7 @@ static void report_die(int sig)
 	dfl.sa_handler = SIG_DFL;
 	sigemptyset(&dfl.sa_mask);
 	atomic_store(&report_dying, 1);
-	sigaction(sig, &dfl, NULL);
+	dlreal_sigaction(sig, &dfl, NULL);
 	sigemptyset(&set);
 	sigaddset(&set, sig);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
@@ -486,14 +487,13 @@ static struct sigaction report_handler_action(void)
 	return sa;
 }
 
-int report_sigaction(int sig, const struct sigaction *act, struct sigaction *oldact,
-		     int (*real)(int, const struct sigaction *, struct sigaction *))
+int report_sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
 {
 	struct sigaction want, view, prev, ours;
 	int i = report_sig_index(sig), rc;
 
 	if (i < 0 || atomic_load(&report_dying) || (act && act->sa_handler == report_on_signal))
-		return real(sig, act, oldact);
+		return dlreal_sigaction(sig, act, oldact);
 	if (act)
 		want = *act;	/* act and oldact may be one struct */
 	if (atomic_load(&report_owned[i])) {
@@ -509,7 +509,7 @@ int report_sigaction(int sig, const struct sigaction *act, struct sigaction *old
 				*oldact = view;
 			return 0;
 		}
-		rc = real(sig, &want, NULL);
+		rc = dlreal_sigaction(sig, &want, NULL);
 		if (rc == 0) {
 			atomic_store(&report_owned[i], 0);
 			if (oldact)
@@ -519,7 +519,7 @@ int report_sigaction(int sig, const struct sigaction *act, struct sigaction *old
 	}
 	if (act && want.sa_handler == SIG_DFL && atomic_load(&report_thread_up)) {
 		ours = report_handler_action();
-		rc = real(sig, &ours, &prev);
+		rc = dlreal_sigaction(sig, &ours, &prev);
 		if (rc == 0) {
 			report_view[i] = want;
 			atomic_store(&report_owned[i], 1);
@@ -528,13 +528,12 @@ int report_sigaction(int sig, const struct sigaction *act, struct sigaction *old
 		}
 		return rc;
 	}
-	return real(sig, act, oldact);
+	return dlreal_sigaction(sig, act, oldact);
 }
 
 /*
- * Takes the signals whose disposition is the default. The calls go
- * through sigaction(), which is the shim's wrapper when preloaded:
- * report_sigaction passes a query and the shim's own handler straight on.
+ * Takes the signals whose disposition is the default. The calls go to the
+ * C library's sigaction (dlreal), never through the exported hook.
  */
 static void report_take_signals(void)
 {
@@ -542,9 +541,9 @@ static void report_take_signals(void)
 	int i;
 
 	for (i = 0; i < REPORT_NSIGS; i++) {
-		if (sigaction(report_sigs[i], NULL, &cur) != 0 || cur.sa_handler != SIG_DFL)
+		if (dlreal_sigaction(report_sigs[i], NULL, &cur) != 0 || cur.sa_handler != SIG_DFL)
 			continue;
-		if (sigaction(report_sigs[i], &ours, NULL) != 0)
+		if (dlreal_sigaction(report_sigs[i], &ours, NULL) != 0)
 			continue;
 		report_view[i] = cur;
 		atomic_store(&report_owned[i], 1);

@@ -96,15 +96,15 @@ void report_exit(void);
 void report_atfork_child(void);
 
 /*
- * The program's sigaction(2), for interpose.c's wrapper: real is libc's.
+ * The program's sigaction(2), for the intercept layer's signal hooks; the
+ * real call is the C library's (core/dlreal.h).
  * For SIGINT, SIGTERM and SIGHUP, once report_start has run, it keeps the
  * shim's handler in place of SIG_DFL and reports SIG_DFL back (with the
  * mask and flags the program last set); a handler or SIG_IGN the program
- * sets replaces the shim's. Everything else goes to real as is. Safe to
+ * sets replaces the shim's. Everything else goes to the C library as is. Safe to
  * call from a signal handler (no lock, no allocation).
  */
-int report_sigaction(int sig, const struct sigaction *act, struct sigaction *oldact,
-		     int (*real)(int, const struct sigaction *, struct sigaction *));
+int report_sigaction(int sig, const struct sigaction *act, struct sigaction *oldact);
 
 /*
  * Writes len bytes of data to path the dump's way (a temporary file

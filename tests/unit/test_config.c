@@ -16,6 +16,7 @@
 #include "cunit_main.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/size.h"
 
 #define MAX_VARS 16
 
@@ -391,13 +392,13 @@ static void test_parse_size(void)
 
 	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		v = 7;
-		CU_ASSERT_EQUAL(config_parse_size(good[i].s, &v), 0);
+		CU_ASSERT_EQUAL(size_parse(good[i].s, &v), 0);
 		CU_ASSERT_EQUAL(v, good[i].v);
 	}
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		CU_ASSERT_EQUAL(config_parse_size(bad[i], &v), -EINVAL);
-	CU_ASSERT_EQUAL(config_parse_size("18446744073709551616", &v), -ERANGE);
-	CU_ASSERT_EQUAL(config_parse_size("16777216T", &v), -ERANGE);
+		CU_ASSERT_EQUAL(size_parse(bad[i], &v), -EINVAL);
+	CU_ASSERT_EQUAL(size_parse("18446744073709551616", &v), -ERANGE);
+	CU_ASSERT_EQUAL(size_parse("16777216T", &v), -ERANGE);
 }
 
 static void test_whatif_mem(void)

@@ -545,33 +545,33 @@ static int child_sigaction_view(void)
 	sigemptyset(&mine.sa_mask);
 
 	/* owned: the program sees SIG_DFL, the shim's handler is installed */
-	report_sigaction(SIGTERM, NULL, &old, sigaction);
+	report_sigaction(SIGTERM, NULL, &old);
 	sigaction(SIGTERM, NULL, &real);
 	bad |= old.sa_handler != SIG_DFL;
 	bad |= real.sa_handler == SIG_DFL || real.sa_handler == SIG_IGN;
 	/* setting SIG_DFL keeps the shim's handler */
-	bad |= report_sigaction(SIGTERM, &dfl, &old, sigaction) != 0 || old.sa_handler != SIG_DFL;
+	bad |= report_sigaction(SIGTERM, &dfl, &old) != 0 || old.sa_handler != SIG_DFL;
 	sigaction(SIGTERM, NULL, &old);
 	bad |= old.sa_handler != real.sa_handler;
 	if (bad)
 		fprintf(stderr, "child: step 1 %d\n", bad);
 	/* the program's own handler replaces it; it is reported back as its own */
-	bad |= report_sigaction(SIGTERM, &mine, &old, sigaction) != 0 || old.sa_handler != SIG_DFL;
+	bad |= report_sigaction(SIGTERM, &mine, &old) != 0 || old.sa_handler != SIG_DFL;
 	sigaction(SIGTERM, NULL, &old);
 	bad |= old.sa_handler != own_handler;
-	report_sigaction(SIGTERM, NULL, &old, sigaction);
+	report_sigaction(SIGTERM, NULL, &old);
 	bad |= old.sa_handler != own_handler;
 	if (bad)
 		fprintf(stderr, "child: step 2 %d\n", bad);
 	/* back to SIG_DFL (Python before it re-raises): the shim takes it again */
-	bad |= report_sigaction(SIGTERM, &dfl, &old, sigaction) != 0 || old.sa_handler != own_handler;
+	bad |= report_sigaction(SIGTERM, &dfl, &old) != 0 || old.sa_handler != own_handler;
 	sigaction(SIGTERM, NULL, &old);
 	bad |= old.sa_handler != real.sa_handler;
 	/* one struct for both arguments */
 	old = dfl;
-	bad |= report_sigaction(SIGTERM, &old, &old, sigaction) != 0 || old.sa_handler != SIG_DFL;
+	bad |= report_sigaction(SIGTERM, &old, &old) != 0 || old.sa_handler != SIG_DFL;
 	/* another signal goes through untouched */
-	bad |= report_sigaction(SIGUSR1, &mine, NULL, sigaction) != 0;
+	bad |= report_sigaction(SIGUSR1, &mine, NULL) != 0;
 	sigaction(SIGUSR1, NULL, &old);
 	bad |= old.sa_handler != own_handler;
 	if (bad)
@@ -594,7 +594,7 @@ static int child_python_exit(void)
 	child_start(10);
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
-	if (report_sigaction(SIGINT, &dfl, NULL, sigaction) != 0)
+	if (report_sigaction(SIGINT, &dfl, NULL) != 0)
 		return 1;
 	kill(getpid(), SIGINT);
 	pause();
