@@ -1,198 +1,24 @@
 /*
- * dump.c: stats dumps and telemetry files read back (dump.h), strictly:
- * every number that is shown was checked to be what its key promises.
+ * dump.c: stats dumps read back (dump.h), strictly: every number that is
+ * shown was checked to be what its key promises (load.c reads and checks
+ * each value). Also what the readers derive from a dump: the sum of a
+ * multi-process run, the mode, a column label, and the what-if curve read
+ * at a budget.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
 #include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "dump.h"
+#include "load.h"
 #include "vrampool.h"
 
 #define DUMP_FILE_MAX (64ULL << 20)		/* a dump is a few KiB */
-#define TELEMETRY_FILE_MAX (1ULL << 30)		/* a line every few seconds, for weeks */
-#define TELEMETRY_LINES_MAX 4000000
-
-/* Where a failed read goes: the message, its destination, the file. */
-struct load_error {
-	char *msg;
-	size_t size;
-	const char *path;
-	long line;		/* telemetry: the line number, or 0 */
-};
-
-/* Formats "PATH[:LINE]: " into E's message and returns its length. */
-static size_t load_where(struct load_error *e)
-{
-	int n;
-
-	if (e->line)
-		n = snprintf(e->msg, e->size, "%s: line %ld: ", esc(e->path), e->line);
-	else
-		n = snprintf(e->msg, e->size, "%s: ", esc(e->path));
-	return n < 0 ? 0 : (size_t)n < e->size ? (size_t)n : e->size - 1;
-}
-
-/* Writes "PATH: key "SECTION.KEY" is not WHAT" and returns -EINVAL. */
-static int load_type_error(struct load_error *e, const char *section,
-			   const char *key, const char *what)
-{
-	size_t o = load_where(e);
-
-	snprintf(e->msg + o, e->size - o, "key \"%s%s%s\" is not %s",
-		 section ? section : "", section ? "." : "", key, what);
-	return -EINVAL;
-}
-
-/* Writes "PATH: key "SECTION.KEY" is VALUE: WHY" and returns -EINVAL. */
-static int load_value_error(struct load_error *e, const char *section, const char *key,
-			    const char *value, const char *why)
-{
-	size_t o = load_where(e);
-
-	snprintf(e->msg + o, e->size - o, "key \"%s%s%s\" is %s: %s",
-		 section ? section : "", section ? "." : "", key, value, why);
-	return -EINVAL;
-}
-
-/*
- * Converts the JSON number V into a count in OUT: a whole number from 0 to
- * 2^64-1. Returns 0, or -EINVAL with the reason written for SECTION.KEY.
- */
-static int load_count(struct load_error *e, json_t *v, const char *section,
-		      const char *key, uint64_t *out)
-{
-	char shown[64];
-	double r;
-
-	if (json_is_integer(v)) {
-		if (json_integer_value(v) < 0) {
-			snprintf(shown, sizeof(shown), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-			return load_value_error(e, section, key, shown,
-						"negative, and a count cannot be");
-		}
-		*out = (uint64_t)json_integer_value(v);
-		return 0;
-	}
-	if (!json_is_real(v))
-		return load_type_error(e, section, key, "a non-negative number");
-	r = json_real_value(v);
-	snprintf(shown, sizeof(shown), "%.17g", r);
-	if (r < 0)
-		return load_value_error(e, section, key, shown, "negative, and a count cannot be");
-	if (r != floor(r))
-		return load_value_error(e, section, key, shown, "a fraction where a whole number is expected");
-	if (r >= 18446744073709551616.0)
-		return load_value_error(e, section, key, shown,
-					"too large to represent (2^64 or more)");
-	*out = (uint64_t)r;
-	return 0;
-}
-
-/*
- * Reads the count KEY of OBJ into OUT. A missing key (or a missing OBJ) or
- * null leaves OUT at 0 and is not an error; anything but a count is.
- */
-static int load_u64(struct load_error *e, json_t *obj, const char *section,
-		    const char *key, uint64_t *out)
-{
-	json_t *v = obj ? json_object_get(obj, key) : NULL;
-
-	*out = 0;
-	if (!v || json_is_null(v))
-		return 0;
-	return load_count(e, v, section, key, out);
-}
-
-/* Reads the non-negative number KEY of OBJ into OUT; *HAS says it was there. */
-static int load_seconds(struct load_error *e, json_t *obj, const char *section,
-			const char *key, double *out, bool *has)
-{
-	json_t *v = obj ? json_object_get(obj, key) : NULL;
-	char shown[64];
-
-	*out = 0;
-	if (has)
-		*has = false;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_number(v))
-		return load_type_error(e, section, key, "a number");
-	*out = json_number_value(v);
-	if (*out < 0 || !isfinite(*out)) {
-		snprintf(shown, sizeof(shown), "%.17g", *out);
-		return load_value_error(e, section, key, shown, "negative, and a time cannot be");
-	}
-	if (has)
-		*has = true;
-	return 0;
-}
-
-/* Reads the string KEY of OBJ into OUT ("" when missing or null); numbers are written out. */
-static int load_string(struct load_error *e, json_t *obj, const char *section,
-		       const char *key, char *out, size_t size, bool numbers)
-{
-	json_t *v = obj ? json_object_get(obj, key) : NULL;
-
-	out[0] = '\0';
-	if (!v || json_is_null(v))
-		return 0;
-	if (numbers && json_is_integer(v)) {
-		snprintf(out, size, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		return 0;
-	}
-	if (!json_is_string(v))
-		return load_type_error(e, section, key, "a string");
-	snprintf(out, size, "%s", json_string_value(v));
-	return 0;
-}
-
-/* Reads the boolean KEY of OBJ (DEF when missing); 0 and 1 count too. */
-static int load_bool(struct load_error *e, json_t *obj, const char *section,
-		     const char *key, bool def, bool *out, bool *has)
-{
-	json_t *v = obj ? json_object_get(obj, key) : NULL;
-
-	*out = def;
-	if (has)
-		*has = false;
-	if (!v || json_is_null(v))
-		return 0;
-	if (json_is_boolean(v))
-		*out = json_is_true(v);
-	else if (json_is_integer(v) && (json_integer_value(v) == 0 || json_integer_value(v) == 1))
-		*out = json_integer_value(v) != 0;
-	else
-		return load_type_error(e, section, key, "a boolean");
-	if (has)
-		*has = true;
-	return 0;
-}
-
-/* Returns the object KEY of ROOT, NULL when missing; sets *ERR on a wrong type. */
-static json_t *load_section(struct load_error *e, json_t *root, const char *key, int *err)
-{
-	json_t *v = json_object_get(root, key);
-
-	if (!v || json_is_null(v))
-		return NULL;
-	if (!json_is_object(v)) {
-		if (!*err)
-			*err = load_type_error(e, NULL, key, "an object");
-		return NULL;
-	}
-	return v;
-}
 
 /* Reads the "sizes" array: the copy sizes, kept most bytes first. */
-static int load_sizes(struct load_error *e, struct dump *d, json_t *root)
+static int dump_parse_sizes(struct load_error *e, struct dump *d, json_t *root)
 {
 	json_t *arr = json_object_get(root, "sizes"), *item;
 	size_t i;
@@ -228,7 +54,7 @@ static int load_sizes(struct load_error *e, struct dump *d, json_t *root)
 }
 
 /* Reads "whatif": the figures and the curve, thinned to DUMP_CURVE_MAX points. */
-static int load_whatif(struct load_error *e, struct dump *d, json_t *w)
+static int dump_parse_whatif(struct load_error *e, struct dump *d, json_t *w)
 {
 	json_t *curve, *pt;
 	size_t i, n, step_num, k;
@@ -266,93 +92,6 @@ static int load_whatif(struct load_error *e, struct dump *d, json_t *w)
 		d->npoints = (int)k + 1;
 	}
 	return 0;
-}
-
-/*
- * Reads all of PATH ("-": standard input) into a NUL-terminated buffer of
- * at most MAX bytes. Returns 0 with *BUF (free it) and *LEN, or a negative
- * errno with the message in E.
- */
-static int read_all(struct load_error *e, const char *path, uint64_t max, char **buf, size_t *len)
-{
-	size_t cap = 65536, n = 0;
-	char *p = NULL, *grown;
-	ssize_t r;
-	int fd, ret = 0;
-	size_t o;
-
-	fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		ret = -errno;
-		o = load_where(e);
-		snprintf(e->msg + o, e->size - o, "%s", strerror(errno));
-		return ret;
-	}
-	p = malloc(cap + 1);
-	if (!p) {
-		ret = -ENOMEM;
-		goto out_close;
-	}
-	for (;;) {
-		if (n == cap) {
-			if (cap >= max) {
-				ret = -EFBIG;
-				o = load_where(e);
-				snprintf(e->msg + o, e->size - o, "larger than %" PRIu64 " MiB: not a vrampool file",
-					 max >> 20);
-				goto out_close;
-			}
-			cap = cap * 2 > max ? (size_t)max : cap * 2;
-			grown = realloc(p, cap + 1);
-			if (!grown) {
-				ret = -ENOMEM;
-				goto out_close;
-			}
-			p = grown;
-		}
-		r = read(fd, p + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			ret = -errno;
-			o = load_where(e);
-			snprintf(e->msg + o, e->size - o, "%s", strerror(errno));
-			goto out_close;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	p[n] = '\0';
-	*buf = p;
-	*len = n;
-	p = NULL;
-out_close:
-	if (ret == -ENOMEM) {
-		o = load_where(e);
-		snprintf(e->msg + o, e->size - o, "out of memory");
-	}
-	free(p);
-	if (fd != STDIN_FILENO)
-		close(fd);
-	return ret;
-}
-
-/* Turns jansson's complaint into E's message: "not valid JSON (line, column)" or a number's. */
-static int load_json_error(struct load_error *e, const json_error_t *jerr)
-{
-	size_t o = load_where(e);
-
-	if (strstr(jerr->text, "too big") || strstr(jerr->text, "overflow"))
-		snprintf(e->msg + o, e->size - o,
-			 "line %d, column %d: a number too large to represent (2^63 or more): %s",
-			 jerr->line, jerr->column, esc(jerr->text));
-	else if (jerr->line > 0)
-		snprintf(e->msg + o, e->size - o, "not valid JSON (line %d, column %d): %s",
-			 jerr->line, jerr->column, esc(jerr->text));
-	else
-		snprintf(e->msg + o, e->size - o, "%s", esc(jerr->text));
-	return -EINVAL;
 }
 
 /* Reads the dump in ROOT into D. */
@@ -438,8 +177,8 @@ static int dump_parse(struct dump *d, json_t *root, struct load_error *e)
 	    (err = load_u64(e, time_ns, "time_ns", "fingerprint", &d->fingerprint_ns)) ||
 	    (err = load_u64(e, time_ns, "time_ns", "shim", &d->shim_ns)) ||
 	    (err = load_u64(e, allocs, "allocs", "calls", &d->alloc_calls)) ||
-	    (err = load_whatif(e, d, whatif)) ||
-	    (err = load_sizes(e, d, root)))
+	    (err = dump_parse_whatif(e, d, whatif)) ||
+	    (err = dump_parse_sizes(e, d, root)))
 		return err;
 	if (pid > (uint64_t)INT64_MAX)
 		return load_value_error(e, NULL, "pid", "too large", "not a process id");
@@ -459,7 +198,7 @@ int dump_load(struct dump *d, const char *path, char *msg, size_t msg_size)
 	memset(d, 0, sizeof(*d));
 	snprintf(d->path, sizeof(d->path), "%s", path);
 	d->processes = 1;
-	err = read_all(&e, path, DUMP_FILE_MAX, &buf, &len);
+	err = load_file(&e, path, DUMP_FILE_MAX, &buf, &len);
 	if (err)
 		return err;
 	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -587,116 +326,4 @@ uint64_t dump_whatif_served_at(const struct dump *d, uint64_t b)
 		       (uint64_t)(f * ((double)d->curve_served[i] - (double)d->curve_served[i - 1]));
 	}
 	return d->curve_served[d->npoints - 1];
-}
-
-/* Reads one telemetry line (an object) into P. */
-static int telemetry_parse(struct load_error *e, json_t *o, struct telemetry_point *p)
-{
-	bool has;
-	uint64_t pid = 0;
-	int err;
-	size_t off;
-
-	if (!json_is_object(o)) {
-		off = load_where(e);
-		snprintf(e->msg + off, e->size - off, "not a JSON object: not a vrampool telemetry line");
-		return -EINVAL;
-	}
-	if (!json_object_get(o, "rows_seen") || !json_object_get(o, "bytes_requested")) {
-		off = load_where(e);
-		snprintf(e->msg + off, e->size - off,
-			 "not a vrampool telemetry line (it lacks \"rows_seen\" and \"bytes_requested\")");
-		return -EINVAL;
-	}
-	if ((err = load_seconds(e, o, NULL, "t", &p->t, &has)) ||
-	    (err = load_seconds(e, o, NULL, "elapsed_s", &p->elapsed_s, &has)) ||
-	    (err = load_u64(e, o, NULL, "pid", &pid)) ||
-	    (err = load_string(e, o, NULL, "rank", p->rank, sizeof(p->rank), true)) ||
-	    (err = load_u64(e, o, NULL, "rows_seen", &p->rows_seen)) ||
-	    (err = load_u64(e, o, NULL, "rows_hits", &p->rows_hits)) ||
-	    (err = load_u64(e, o, NULL, "bytes_requested", &p->bytes_requested)) ||
-	    (err = load_u64(e, o, NULL, "bytes_h2d", &p->bytes_h2d)) ||
-	    (err = load_u64(e, o, NULL, "bytes_served", &p->bytes_served)) ||
-	    (err = load_u64(e, o, NULL, "pool_bytes", &p->pool_bytes)) ||
-	    (err = load_u64(e, o, NULL, "pool_budget", &p->pool_budget)) ||
-	    (err = load_string(e, o, NULL, "state", p->state, sizeof(p->state), false)))
-		return err;
-	p->pid = pid > (uint64_t)INT64_MAX ? 0 : (long long)pid;
-	return 0;
-}
-
-int telemetry_load(struct telemetry *t, const char *path, char *msg, size_t msg_size)
-{
-	struct load_error e = { msg, msg_size, path, 0 };
-	struct telemetry_point *grown;
-	json_error_t jerr;
-	json_t *o;
-	char *buf = NULL, *line, *nl;
-	size_t len = 0;
-	int err = 0, cap = 0;
-	long lineno = 0;
-
-	memset(t, 0, sizeof(*t));
-	err = read_all(&e, path, TELEMETRY_FILE_MAX, &buf, &len);
-	if (err)
-		return err;
-	for (line = buf; line < buf + len; line = nl + 1) {
-		bool last;
-
-		nl = memchr(line, '\n', (size_t)(buf + len - line));
-		last = !nl;
-		if (!nl)
-			nl = buf + len;
-		*nl = '\0';
-		lineno++;
-		if (line[strspn(line, " \t\r")] == '\0')
-			continue;
-		e.line = lineno;
-		o = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
-		if (!o) {
-			if (last)
-				break;	/* cut short by a kill: the lines before it stand */
-			err = load_json_error(&e, &jerr);
-			goto out_free;
-		}
-		if (t->n == cap) {
-			if (cap >= TELEMETRY_LINES_MAX) {
-				json_decref(o);
-				break;
-			}
-			cap = cap ? cap * 2 : 256;
-			grown = realloc(t->p, (size_t)cap * sizeof(*t->p));
-			if (!grown) {
-				json_decref(o);
-				err = -ENOMEM;
-				snprintf(msg, msg_size, "%s: out of memory", esc(path));
-				goto out_free;
-			}
-			t->p = grown;
-		}
-		memset(&t->p[t->n], 0, sizeof(t->p[t->n]));
-		err = telemetry_parse(&e, o, &t->p[t->n]);
-		json_decref(o);
-		if (err)
-			goto out_free;
-		t->n++;
-		if (last)
-			break;
-	}
-	if (!t->n) {
-		snprintf(msg, msg_size, "%s: no telemetry line in it", esc(path));
-		err = -EINVAL;
-	}
-out_free:
-	free(buf);
-	if (err)
-		telemetry_release(t);
-	return err;
-}
-
-void telemetry_release(struct telemetry *t)
-{
-	free(t->p);
-	t->p = NULL;
-	t->n = 0;
 }

@@ -13,6 +13,10 @@
  * where a count is expected, or a number too large to represent is an
  * error that names the key. Strings are kept as they are; they are escaped
  * when printed. "-" as a path reads standard input.
+ *
+ * dump.c reads the stats dump and derives from it (sums, labels, the
+ * what-if curve at a budget); telemetry.c reads the telemetry file; both
+ * check each value through load.c (load.h, internal to the two).
  */
 #ifndef VRAMPOOL_DUMP_H
 #define VRAMPOOL_DUMP_H

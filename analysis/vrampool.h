@@ -2,11 +2,12 @@
  * vrampool.h: the contract between the parts of the `vrampool` command.
  *
  * The command is a table of subcommands (main.c), one file each: run.c (the
- * launcher), inspect.c (will a binary's copies be seen?) and report.c (stats
- * dumps as tables and pictures). They stand on libraries of their own, each
- * with its header: elf_facts.h (what one ELF file holds, libelf only),
- * loader.h (the dynamic linker's and the shell's search rules), dump.h
- * (stats dumps and telemetry files), plot.h (cairo pictures). `run` uses
+ * launcher, with run_check.c and run_dumps.c behind run.h), inspect.c (will
+ * a binary's copies be seen?) and report.c (stats dumps as tables and
+ * pictures). They stand on libraries of their own, each with its header:
+ * elf_facts.h (what one ELF file holds, libelf only), loader.h (the dynamic
+ * linker's and the shell's search rules), dump.h (stats dumps and telemetry
+ * files: dump.c, telemetry.c, load.c), plot.h (cairo pictures). `run` uses
  * inspect's verdict and report's printing; no subcommand loads another's
  * files. Every function returns 0 or a negative errno unless its comment
  * says otherwise; the *_main functions return the process exit status.
