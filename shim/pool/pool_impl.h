@@ -1,0 +1,180 @@
+/*
+ * pool_impl: the pool's inside, shared by the files of its room and by no
+ * one else: struct pool, the per-copy state (struct pool_copy_ctx) and the
+ * row plans, the results the pipeline's steps return, and the small helpers
+ * that the hot path needs inlined wherever it runs. INTERNAL to
+ * pool/pool.c, pool/plan.c, pool/issue.c, pool/evict.c and
+ * pool/registry.c; every other file uses pool/pool.h.
+ *
+ * The room, top to bottom (calls run one way, down):
+ *   pool.c      pool_copy: probe, routing, publish, displacement, refresh,
+ *               sync completion
+ *   plan.c      every row's fate under p->mu: hit, miss or capture
+ *   issue.c     the device work in stream order: sends, gather, batches
+ *   registry.c  one pool per device and context; reclaim, fork, shutdown
+ *   evict.c     freeing slabs safely, and the free list of events
+ * pool.c calls all four below it, plan.c calls registry.c (the
+ * configuration) and evict.c, registry.c calls evict.c; issue.c and
+ * evict.c call nothing of the room.
+ *
+ * Locks, as they nest (outer first; none is ever taken in the other order):
+ * - p->evict_lock, then p->mu. The rwlock is held shared by a copy from
+ *   planning to its last enqueue that reads a slab (issue.c runs under it
+ *   without p->mu) and exclusively while slabs are freed (evict.c's
+ *   callers). p->mu guards the index, the slabs' bookkeeping, the events'
+ *   free list and the pool's state.
+ * - The registry's table lock, then p->mu: only to retire a pool
+ *   (pool_get). No pool lock is held while the table lock is taken, and
+ *   the table lock is never held with p->evict_lock.
+ * - Innermost, below any of these: the stats text lock (stats_set_text)
+ *   and device.c's own locks (device calls made under p->mu or the table
+ *   lock). Neither calls back into the pool.
+ */
+#ifndef VRAMPOOL_POOL_IMPL_H
+#define VRAMPOOL_POOL_IMPL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "pool/pool.h"
+#include "pool/backoff.h"
+#include "pool/fingerprint.h"
+#include "pool/index.h"
+#include "pool/registry.h"
+#include "pool/slab.h"
+#include "core/stats.h"
+
+#define POOL_STACK_ROWS 256
+#define POOL_PRIOS (LAYOUT_MAX_PRIO + 1)
+#define POOL_STREAMS 64         /* streams remembered for the reclaim fallback */
+#define POOL_RETRY_FIRST 2      /* matched copies before a failed allocation or probe is retried, doubled each time */
+#define POOL_RETRY_LIMIT 6      /* failed attempts before giving up for the run */
+
+/* What the copy pipeline's steps return besides 0 and the program's own errors (positive). */
+enum pool_result {
+	POOL_DONE = 0,
+	POOL_REDELIVER = -1,    /* a hit could not be issued: send every row not yet sent */
+	POOL_CAPTURE_LOST = -2, /* delivered, but the captures failed: drop their rows */
+};
+
+enum plan_kind { PLAN_MISS, PLAN_HIT, PLAN_CAPTURE };
+
+/* One row's plan inside a copy. */
+struct plan {
+	uint8_t kind;
+	uint32_t slab;          /* HIT, CAPTURE */
+	uint32_t seg;           /* CAPTURE: the segment the row went into */
+	uint64_t off;           /* HIT, CAPTURE: the row's offset in the slab */
+};
+
+struct pool {
+	int dev;
+	uint64_t ctx_id;        /* the context the slabs live in */
+	int retired;            /* the device was reset: this pool is not used again */
+	pthread_mutex_t mu;
+	pthread_rwlock_t evict_lock;
+	struct index ix;
+	struct slab **slabs;    /* by id; NULL once evicted */
+	uint32_t nslabs, slabs_cap;
+	int64_t tail[POOL_PRIOS];       /* slab being filled per priority, or -1 */
+	enum pool_state state;
+	int decided;
+	uint64_t budget;
+	uint64_t bytes;         /* slab bytes allocated */
+	uint64_t matched_seen;
+	uint64_t largest_copy;
+	unsigned floor;         /* rows below this priority are no longer admitted */
+	uint64_t drops;         /* rows dropped from the index by failed checks (a generation) */
+	_Atomic int displace;          /* a higher-priority row was refused: free a lower slab */
+	uint64_t alloc_retry_at, probe_retry_at;
+	unsigned alloc_failures, probe_failures;
+	struct backoff backoff;
+	struct index samples;   /* fingerprints of rows sampled while stood down */
+	dev_event *free_events;
+	uint32_t nfree_events, free_events_cap;
+	dev_stream streams[POOL_STREAMS];       /* streams the pool put work on */
+	uint32_t nstreams;
+	int streams_unsafe;     /* too many, or per-thread streams: no fallback */
+};
+
+/*
+ * The per-copy state between planning, issuing and publishing. It lives on
+ * pool_copy's stack; the arrays are its stack buffers or its allocations.
+ */
+struct pool_copy_ctx {
+	struct pool *p;
+	const struct pool_request *r;
+	uint64_t nrows;
+	struct fp *fps;
+	struct plan *plan;
+	uint64_t *vals;         /* lookup results, then first-seen positions */
+	uint8_t *found;
+	uint64_t hits, misses, captures;
+	uint64_t h2d_ns;
+	int misses_sent;        /* the miss rows have been delivered host-to-device */
+	int send_sync;          /* deliver with the synchronous entry (the copy's last operation) */
+	int64_t open_slab, open_seg;
+	struct pincheck *check;
+};
+
+static inline uint64_t pool_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static inline void pool_set_state(struct pool *p, enum pool_state s)
+{
+	if (p->state == s)
+		return;
+	p->state = s;
+	stats_set_state(s);
+}
+
+/* The slabs allocated now (ids of freed slabs are not reused). */
+static inline uint32_t pool_live_slabs(const struct pool *p)
+{
+	uint32_t n = 0;
+
+	for (uint32_t id = 0; id < p->nslabs; id++)
+		n += p->slabs[id] != NULL;
+	return n;
+}
+
+/* The number of copies to wait before attempt failures + 1: 4, 8, 16, ... */
+static inline uint64_t pool_retry_gap(unsigned failures)
+{
+	return (uint64_t)POOL_RETRY_FIRST << (failures < 10 ? failures : 10);
+}
+
+/* Whether some row of a matched spec can still be admitted. Called with p->mu held. */
+static inline int pool_can_admit(const struct pool *p)
+{
+	if (p->state != POOL_ACTIVE)
+		return 0;
+	if (p->budget - p->bytes >= pool_min_row)
+		return 1;
+	for (int i = (int)p->floor; i < POOL_PRIOS; i++) {
+		const struct slab *s = p->tail[i] >= 0 ? p->slabs[p->tail[i]] : NULL;
+
+		if (s && slab_room_for(s, pool_min_row) >= pool_min_row)
+			return 1;
+	}
+	return 0;
+}
+
+/* The end of a run of rows of kind k starting at i: the same slab, consecutive offsets. */
+static inline uint64_t pool_run_end(const struct pool_copy_ctx *x, uint64_t i, enum plan_kind k)
+{
+	uint64_t j;
+
+	for (j = i + 1; j < x->nrows && x->plan[j].kind == k && x->plan[j].slab == x->plan[i].slab &&
+	     x->plan[j].off == x->plan[i].off + (j - i) * x->r->row; j++)
+		;
+	return j;
+}
+
+#endif
