@@ -5,8 +5,8 @@
  * versioned names, never through symbols the program could interpose, and
  * never through the runtime (whose calls set the program's last error).
  * Every function returns 0 or a negative errno; CUresult stays inside
- * device.c (STYLE.md 4). -ENOMEM means the device is out of memory,
- * -EBUSY "not yet" (event query), -EIO any other driver failure.
+ * the device layer (STYLE.md 4). -ENOMEM means the device is out of
+ * memory, -EBUSY "not yet" (event query), -EIO any other driver failure.
  *
  * Counting: a call that puts work on a stream adds to pool.device_ops; every
  * failed driver call of the pool's own work (allocations, frees, copies,
@@ -20,6 +20,11 @@
  * CUstream values: 0 and 0x1 the legacy default stream, 0x2 the calling
  * thread's per-thread default stream. All work happens in the device's
  * primary context, the one the runtime uses.
+ *
+ * The layer's files: device.c (the driver table, contexts, memory, copies,
+ * events, syncs, capture mode), module.c (the gather kernel and its
+ * self-test), forget.c (device_forget, device_atfork_child); what they
+ * share is in device/device_impl.h, which nothing outside the layer reads.
  */
 #ifndef VRAMPOOL_DEVICE_H
 #define VRAMPOOL_DEVICE_H
@@ -102,7 +107,7 @@ int device_copy_dtod_many(int dev, dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes
  * The gather kernel: hits and captures of one copy as one device operation.
  *
  * vrampool_gather is a small kernel shipped inside the library as PTX
- * (shim/gather.cu, built with the toolkit's nvcc -ptx at make time) and
+ * (shim/device/gather.cu, built with the toolkit's nvcc -ptx at make time) and
  * loaded with cuModuleLoadData in the device's primary context. One launch
  * moves every entry of one copy: an entry is nrows consecutive rows of row
  * bytes between a slab address and rows [dst_row, dst_row + nrows) of the

@@ -891,6 +891,7 @@ static void fork_child(void)
 	FC_COUNTERS(X)
 #undef X
 	fc_stream_forget();
+	fc_graph_forget();
 	fc_symbols_forget();
 	fc_kernel_forget();
 	fc_vmm_forget();

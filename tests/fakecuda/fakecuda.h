@@ -9,8 +9,16 @@
  *   core.c       configuration, devices and their memory arenas, the host
  *                memory registry (pinned, managed), counters, the exit
  *                report, fault injection, fork handling.
- *   stream.c     streams (one worker thread each), events, stream capture
- *                and graphs, the copy engine.
+ *   stream.c     the stream engine: streams (one worker thread each),
+ *                the default streams' ordering, jitter, waits, events.
+ *   enqueue.c    what is put on a stream: copies, memsets, frees, host
+ *                functions, callbacks, launches, graph replays.
+ *   graph.c      stream capture and graphs.
+ *   exec_copy.c  the copy executor: copies and memsets described and
+ *                performed at the cost model's link rates.
+ *   exec_gather.c the gather executor (the launch is kernel.c's).
+ *
+ * (stream_impl.h is what those five share, internal to them.)
  *
  * The entry points, one API family per file (cuda* in rt_*.c, cu* in
  * drv_*.c and the two driver-only families):
@@ -150,7 +158,7 @@ struct fc_config {
 };
 
 /*
- * The gather kernel's parameter, laid out exactly as shim/device.h's
+ * The gather kernel's parameter, laid out exactly as shim/device/device.h's
  * struct dev_gather_params (the emulation includes no shim header; the
  * asserts pin the layout). An entry moves nrows consecutive rows of row
  * bytes between slab and destination rows [dst_row, dst_row + nrows):
@@ -296,6 +304,20 @@ int fc_stream_flags(struct CUstream_st *s, unsigned *flags);
 int fc_stream_is_legacy(struct CUstream_st *s);
 int fc_stream_wait_event(struct CUstream_st *s, struct CUevent_st *e);
 int fc_device_sync(int dev);
+int fc_stream_priority(struct CUstream_st *s);
+unsigned long long fc_stream_id(struct CUstream_st *s);
+int fc_event_create(unsigned flags, struct CUevent_st **out);
+int fc_event_check(struct CUevent_st *e);
+int fc_event_destroy(struct CUevent_st *e);
+int fc_event_record(struct CUevent_st *e, struct CUstream_st *s);
+int fc_event_query(struct CUevent_st *e);
+int fc_event_sync(struct CUevent_st *e);
+int fc_event_elapsed(float *ms, struct CUevent_st *a, struct CUevent_st *b);
+/* Forgets every stream and event after fork() in the child (lock held). */
+void fc_stream_forget(void);
+
+/* ---- enqueue.c ---- */
+
 /* Copies n bytes. kind: a cudaMemcpyKind (cudaMemcpyDefault infers).
  * SYNC: the caller waits for completion. */
 int fc_copy(void *dst, const void *src, size_t n, int kind,
@@ -319,17 +341,15 @@ int fc_memset2d(void *dst, size_t pitch, unsigned value, unsigned esize,
 int fc_stream_nop(struct CUstream_st *s);
 /* cudaStreamAddCallback: runs cb(handle, cudaSuccess, arg) on the worker. */
 int fc_stream_callback(struct CUstream_st *s, void *handle, cudaStreamCallback_t cb, void *arg);
-int fc_stream_priority(struct CUstream_st *s);
-unsigned long long fc_stream_id(struct CUstream_st *s);
 int fc_free_async(void *p, struct CUstream_st *s);
 int fc_hostfn(struct CUstream_st *s, void (*fn)(void *), void *arg);
-int fc_event_create(unsigned flags, struct CUevent_st **out);
-int fc_event_check(struct CUevent_st *e);
-int fc_event_destroy(struct CUevent_st *e);
-int fc_event_record(struct CUevent_st *e, struct CUstream_st *s);
-int fc_event_query(struct CUevent_st *e);
-int fc_event_sync(struct CUevent_st *e);
-int fc_event_elapsed(float *ms, struct CUevent_st *a, struct CUevent_st *b);
+/* Enqueues one launch of the gather kernel on s as one operation (or a
+ * kernel node while s is capturing); takes over the caller's reference. */
+int fc_gather_enqueue(struct CUstream_st *s, struct fc_gather *g);
+int fc_graph_launch(struct CUgraphExec_st *x, struct CUstream_st *s);
+
+/* ---- graph.c ---- */
+
 /* Starts capturing into G, or into a new graph when G is NULL. */
 int fc_capture_begin(struct CUstream_st *s, struct CUgraph_st *g);
 int fc_capture_end(struct CUstream_st *s, struct CUgraph_st **out);
@@ -339,7 +359,6 @@ int fc_capture_status(struct CUstream_st *s, unsigned long long *id,
 int fc_graph_instantiate(struct CUgraph_st *g, struct CUgraphExec_st **out);
 int fc_graph_destroy(struct CUgraph_st *g);
 int fc_graph_exec_destroy(struct CUgraphExec_st *x);
-int fc_graph_launch(struct CUgraphExec_st *x, struct CUstream_st *s);
 int fc_graph_exec_check(struct CUgraphExec_st *x);
 /* Explicit graphs: nodes run in the order they were added, which respects
  * every dependency (a dependency must already be a node of the graph). */
@@ -360,11 +379,12 @@ int fc_graph_node_type(struct CUgraphNode_st *nd);
  * *errnode set when the topology or a node type differs. */
 int fc_graph_exec_update(struct CUgraphExec_st *x, struct CUgraph_st *g,
 			 enum cudaGraphExecUpdateResult *result, struct CUgraphNode_st **errnode);
-/* Forgets every stream after fork() in the child (lock held). */
-void fc_stream_forget(void);
-/* Enqueues one launch of the gather kernel on s as one operation (or a
- * kernel node while s is capturing); takes over the caller's reference. */
-int fc_gather_enqueue(struct CUstream_st *s, struct fc_gather *g);
+/* Forgets every graph handle and the capture ids after fork() in the child. */
+void fc_graph_forget(void);
+
+/* ---- exec_gather.c ---- */
+
+/* A reference to a gather launch is taken / dropped (freed at the last). */
 void fc_gather_hold(struct fc_gather *g);
 void fc_gather_drop(struct fc_gather *g);
 

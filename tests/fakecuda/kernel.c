@@ -4,7 +4,8 @@
  * The emulation cannot execute PTX. vrampool ships one kernel,
  * vrampool_gather, as PTX text and launches it through the driver API, so
  * this file implements that kernel's documented semantics by name
- * (shim/device.h is the contract; fakecuda.h repeats its parameter layout).
+ * (shim/device/device.h is the contract; fakecuda.h repeats its
+ * parameter layout).
  * cuModuleLoadData[Ex] accepts a NUL-terminated PTX text image that
  * declares ".entry vrampool_gather" and nothing else; a module belongs to
  * the context current at load time and dies with it (cudaDeviceReset);
@@ -12,7 +13,8 @@
  * parameters at call time, checks every range against the device's
  * allocations (a bad launch is refused, said on stderr and counted in
  * kernel_faults, so that a bug of the caller shows), then enqueues one
- * stream operation that moves every entry (stream.c).
+ * stream operation (enqueue.c) that moves every entry on the stream's
+ * worker (exec_gather.c).
  *
  * Module and function handles are checked against a registry, never
  * dereferenced blindly, and never freed (an unloaded handle stays

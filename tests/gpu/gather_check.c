@@ -4,7 +4,7 @@
  * implements the kernel by name).
  *
  * It loads the PTX embedded in the library exactly as the pool does
- * (shim/device.c: cuModuleLoadData in the primary context, then the
+ * (shim/device/module.c: cuModuleLoadData in the primary context, then the
  * self-test), then compares the kernel with cuMemcpyDtoDAsync on random
  * work: two identical copies of a slab buffer and a destination buffer;
  * each round draws a row size (1 byte to 4 MiB, odd and even), a

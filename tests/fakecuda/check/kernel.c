@@ -1,6 +1,6 @@
 /*
  * kernel.c: proves the emulated device's one kernel, vrampool_gather,
- * behaves as shim/device.h documents it: module loading by PTX text, both
+ * behaves as shim/device/device.h documents it: module loading by PTX text, both
  * directions at any alignment, stream order (legacy stream included) and
  * capture like a copy, parameters copied at call time, counters, and a loud
  * refusal of any launch that would touch memory outside its allocations.
@@ -20,7 +20,7 @@
 
 #include "harness.h"
 
-/* The kernel's parameter, as shim/device.h lays it out. */
+/* The kernel's parameter, as shim/device/device.h lays it out. */
 #define CAPTURE 0x80000000u
 #define GMAX 1024
 
