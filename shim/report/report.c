@@ -31,9 +31,10 @@
 #include "core/log.h"
 #include "core/stats.h"
 #include "pool/whatif.h"
+#include "report/json.h"
+#include "report/summary.h"
 
 #define REPORT_PATH_MAX 4200
-#define REPORT_JSON_MAX 16384
 #define REPORT_TEXT_MAX 8192
 #define REPORT_LINE_MAX 1024
 #define REPORT_TMP_TRIES 16     /* temporary names tried before giving up */
@@ -255,7 +256,7 @@ static void report_dump(int final, const char *ended_by)
 	if (report_stats[0] == '\0')
 		return;
 	report_fill(&d, final, ended_by);
-	n = stats_format_json(report_json, sizeof(report_json), &d);
+	n = report_format_json(report_json, sizeof(report_json), &d);
 	err = n < 0 ? n : report_write_file(report_stats, report_json, (size_t)n);
 	report_note(&report_dump_err, err, final, "stats", report_stats);
 }
@@ -366,7 +367,7 @@ static void report_final(const char *ended_by)
 		report_telemetry(1);
 		if (report_cfg && !report_cfg->quiet) {
 			report_fill(&d, 1, ended_by);
-			n = stats_format_summary(report_text, sizeof(report_text), &d);
+			n = report_format_summary(report_text, sizeof(report_text), &d);
 			log_text(report_text, (unsigned long)n);
 		}
 	}
