@@ -1,6 +1,7 @@
 /*
- * stats: the counters of DESIGN.md's stats JSON, the summary and the JSON
- * dump (formatted here, written to files by report).
+ * stats: the counters of DESIGN.md's stats JSON, the text fields, the pool
+ * state and the copy-size table. The reports that show them (the JSON dump,
+ * the summary) are report's (report/json.h, report/summary.h).
  *
  * Counters are relaxed atomics, per thread (below) plus a global part in
  * stats_global, written
@@ -11,13 +12,15 @@
  * Invariant the rest of the shim maintains and the tests check:
  *   bytes.requested == bytes.h2d + bytes.served_from_pool
  *
- * Formatting (stats_format_json, stats_format_summary) makes no CUDA call,
- * allocates nothing and takes no lock: counters and the what-if figures
- * are atomics, text fields are read under a sequence count with a bounded
- * number of retries. So the reporter thread can format the final dump
- * while another thread, stopped by a signal, is inside any of the shim's
- * critical sections; and it is safe from an atexit handler while the
- * runtime unloads.
+ * Every reader here (stats_get, stats_get_text, stats_sizes,
+ * stats_elapsed_ns, stats_state) makes no CUDA call, allocates nothing and
+ * takes no lock: counters are atomics, text fields are read under a
+ * sequence count with a bounded number of retries. So the reporter thread
+ * can read them while another thread, stopped by a signal, is inside any
+ * of the shim's critical sections; and they are safe from an atexit
+ * handler while the runtime unloads.
+ *
+ * This is the core layer: it includes and calls nothing above core/.
  */
 #ifndef VRAMPOOL_STATS_H
 #define VRAMPOOL_STATS_H
@@ -213,80 +216,23 @@ void stats_note_size(uint64_t n);
  */
 void stats_mark_used(void);
 
-/* What a dump says beyond the counters: who wrote it, and when. */
-struct stats_dump {
-	long pid;
-	const char *rank;       /* "rank": the launcher's rank variable; NULL: none set (null) */
-	const char *host;       /* "host": NULL: unknown (null) */
-	const char *problem;    /* config's first malformed variable (the reason when none is set); NULL: none */
-	int final;              /* "final": the exit or signal dump, not a rewrite while the job runs */
-	const char *ended_by;   /* "ended_by": "exit", "SIGINT", "SIGTERM", "SIGHUP"; NULL: running (null) */
+/* One entry of the copy-size table: a copy size, its copies and their bytes. */
+struct stats_size {
+	uint64_t size, calls, bytes;
 };
 
 /*
- * Formats the JSON object of DESIGN.md, one line ending in a newline, into
- * buf (NUL-terminated): every key always present, null where unknown.
- *
- * {"vrampool": 1, "pid", "rank", "host", "enabled", "mode": "on"|"off"|"dry",
- *  "final", "ended_by", "elapsed_s" (seconds since the first CUDA call),
- *  "layout", "layout_source", "reason", "evidence", "suggest",
- *  "copies": {"h2d_calls", "matched_calls", "passthrough_calls", "fallbacks",
- *             "graph_capture", "driver_calls", "batch_calls", "stood_down"},
- *  "bytes": {"requested", "h2d", "served_from_pool", "captured"},
- *  "rows": {"seen", "hits", "misses", "captured", "pooled"},
- *  "pool": {"state", "budget", "bytes", "slabs", "evictions", "evicted_bytes",
- *           "oom_retries", "device_ops", "displaced_bytes", "displaced_slabs",
- *           "faults", "gather", "gather_launches", "stood_down", "stand_downs"},
- *  "probe": {"decided", "free", "total", "reserve", "margin"},
- *  "time_ns": {"fingerprint", "shim"},
- *  "whatif": {"unique_bytes", "repeat_bytes", "tracked_rows", "sampled",
- *             "curve": [[budget_bytes, served_bytes], ...]},
- *  "allocs": {"calls"}, "sizes": [{"bytes", "calls", "total"}, ...]}
- *
- * "reason" is the text the pool set, else, while the pool is not active,
- * what this module knows (stats_reason). The curve is whatif_snapshot's
- * with the pool's budget as an extra point. d may be NULL (defaults:
- * pid 0, nulls, not final). Returns the length, or -ENOSPC when buf is too
- * small (16 KiB always suffices).
+ * Copies the size table into out (room for STATS_MAX_SIZES), sorted by
+ * total bytes, most first (ties: the larger size first). Returns the
+ * number of entries. Lock-free: a size claimed and not yet counted is left
+ * out.
  */
-int stats_format_json(char *buf, size_t len, const struct stats_dump *d);
-
-/* stats_format_json written to f. Returns 0 or -errno. */
-int stats_write_json(FILE *f, const struct stats_dump *d);
+int stats_sizes(struct stats_size *out);
 
 /*
- * Why the pool is not serving, into buf: the pool's own reason when it set
- * one, else, for an off, dormant, full or latched pool, what the counters
- * and d tell (a malformed variable, VRAMPOOL=off, a dry run, no layout, the
- * probe's figures, a full budget). Returns buf, or NULL when there is
- * nothing to say (an active pool without a reason).
+ * The time since the first stats_mark_used (CLOCK_MONOTONIC), into *ns.
+ * Returns 1, or 0 with *ns = 0 while the clock has not started.
  */
-const char *stats_reason(const struct stats_dump *d, char *buf, size_t len);
-
-/*
- * Formats the human summary, several "vrampool: " lines, into buf
- * (NUL-terminated; cut at a line's end when too small, 8 KiB suffices):
- *  - the copies and bytes, served share;
- *  - rows and pool, with the budget ("budget not decided" only while the
- *    probe has not run);
- *  - for a pool that is not active (or has a reason), "pool STATE: why",
- *    the same reason as the JSON's;
- *  - the what-if line, "a budget of X would have served Y% (Z of W
- *    matched bytes)" when a budget of X, the unique bytes seen, is more
- *    than the run's and would have served more than the run did, else
- *    "the budget held every repeated row"; W, the matched bytes, is the
- *    what-if's unique plus repeat bytes;
- *  - for an automatic layout, what was found and the evidence;
- *  - when pooling stood down (now, or stand_downs > 0), that rows did not
- *    repeat, "after N copies": copies.matched_calls less copies.stood_down;
- *  - without a layout, a suggestion: the evidence's (STATS_SUGGEST) when
- *    set, else from the copy sizes seen, most bytes first, at most five.
- * Text fields are written with control characters as '?'. Returns the
- * length.
- */
-int stats_format_summary(char *buf, size_t len, const struct stats_dump *d);
-
-/* stats_format_summary written to f (d may be NULL). */
-void stats_write_summary(FILE *f, const struct stats_dump *d);
+int stats_elapsed_ns(uint64_t *ns);
 
 #endif

@@ -30,28 +30,36 @@
  * How a signal is handled without deadlock. The thread the signal lands
  * on may hold any lock (malloc's, stdio's, the shim's own). Its handler
  * only claims the final report, wakes the reporter thread through a pipe
- * (write(2)) and waits for its answer on another pipe (poll(2), at most
- * REPORT_SIGNAL_WAIT_MS); then it restores SIG_DFL, unblocks the signal
- * and raises it again. The reporter formats the dump and the summary into
- * static buffers (stats: vsnprintf, atomics, a sequence-counted read of the
+ * and waits for its answer on another, then dies of the signal
+ * (report/signals.h says exactly what runs there). The reporter formats
+ * the dump and the summary into static buffers (report/json.h,
+ * report/summary.h: vsnprintf, atomics, a sequence-counted read of the
  * text fields that gives up after bounded retries; the what-if snapshot
- * takes no lock) and writes them with open/write/rename: no malloc, no
- * stdio, no lock the stopped thread could hold. If the exit report is
- * being written by the very thread the signal lands on, the handler defers
- * the signal to the end of that report.
+ * takes no lock) and writes them with open/write/rename (report/file.h):
+ * no malloc, no stdio, no lock the stopped thread could hold. If the exit
+ * report is being written by the very thread the signal lands on, the
+ * handler defers the signal to the end of that report.
  *
- * Files: the dump is written to a temporary file created exclusively in
- * the target directory (O_CREAT|O_EXCL|O_NOFOLLOW|O_NONBLOCK, mode 0600,
- * named PATH.tmp.PID, then PATH.tmp.PID.N when that name is taken), given
- * the usual mode (0666 less the umask) and renamed over the path: a link
- * or a FIFO planted at a temporary name is never opened, never followed,
- * never waited on. Not fsynced (a crash of the machine may lose the last
- * dump, never leave a torn one in place of the previous). The telemetry
- * file is opened for appending with O_NOFOLLOW|O_NONBLOCK and used only if
- * it is a regular file. Paths come from secure_getenv (config); "%p"
- * (pid), "%r" (rank: RANK, else LOCAL_RANK, OMPI_COMM_WORLD_RANK,
- * PMI_RANK, SLURM_PROCID; 0 when none is set) and "%h" (host name) are
- * expanded. A path shown in a message is escaped (log_escape).
+ * Files: the dump replaces the previous one through an exclusive
+ * temporary file and a rename, never following a link or waiting on a
+ * FIFO planted at the temporary name (report/file.h). The telemetry file
+ * is opened for appending with O_NOFOLLOW|O_NONBLOCK and used only if it
+ * is a regular file. Paths come from secure_getenv (config); "%p" (pid),
+ * "%r" (rank: RANK, else LOCAL_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK,
+ * SLURM_PROCID; 0 when none is set) and "%h" (host name) are expanded.
+ *
+ * The rooms of report/ (each header is its contract); calls run one way,
+ * down this list, never back up:
+ *   report.c   this contract but report_sigaction: the reporter thread,
+ *              the dumps and telemetry, load time, exit, fork; calls
+ *              json.c, summary.c, file.c, signals.c;
+ *   json.c     the JSON dump; summary.c the summary; both call reason.c
+ *              and sbuf.c;
+ *   reason.c   why the pool is not serving, text fields fit to print;
+ *   sbuf.c     the bounded writer both format with;
+ *   file.c     the dump's file, the paths and their checks;
+ *   signals.c  the signals that end a job, report_sigaction, and the
+ *              handshake of the final report.
  *
  * No function here makes a CUDA call.
  */
@@ -59,11 +67,9 @@
 #define VRAMPOOL_REPORT_H
 
 #include <signal.h>
-#include <stddef.h>
 
 #include "core/config.h"
 
-#define REPORT_SIGNAL_WAIT_MS 5000      /* a signal handler waits this long for the final report */
 #define REPORT_FIRST_TICK_MS 200        /* the reporter's first wake-up after report_start */
 
 /*
@@ -105,12 +111,5 @@ void report_atfork_child(void);
  * call from a signal handler (no lock, no allocation).
  */
 int report_sigaction(int sig, const struct sigaction *act, struct sigaction *oldact);
-
-/*
- * Writes len bytes of data to path the dump's way (a temporary file
- * created exclusively beside it, then renamed). Returns 0 or -errno; on an
- * error nothing is left behind and path is untouched.
- */
-int report_write_file(const char *path, const char *data, size_t len);
 
 #endif

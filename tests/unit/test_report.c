@@ -28,6 +28,7 @@
 
 #include "cunit_main.h"
 #include "core/config.h"
+#include "report/file.h"
 #include "report/report.h"
 #include "core/stats.h"
 

@@ -22,6 +22,9 @@
 #include "core/log.h"
 #include "core/stats.h"
 #include "pool/whatif.h"
+#include "report/json.h"
+#include "report/reason.h"
+#include "report/summary.h"
 
 /* Runs stats_write_json into memory for d and parses it; the caller json_decrefs. */
 static json_t *dump_json_d(const struct stats_dump *d)
@@ -34,7 +37,7 @@ static json_t *dump_json_d(const struct stats_dump *d)
 
 	if (f == NULL)
 		return NULL;
-	CU_ASSERT_EQUAL(stats_write_json(f, d), 0);
+	CU_ASSERT_EQUAL(report_write_json(f, d), 0);
 	fclose(f);
 	CU_ASSERT(len > 0 && buf[len - 1] == '\n');
 	CU_ASSERT(memchr(buf, '\n', len) == buf + len - 1);	/* one line */
@@ -76,7 +79,7 @@ static char *summary(void)
 
 	if (f == NULL)
 		return NULL;
-	stats_write_summary(f, NULL);
+	report_write_summary(f, NULL);
 	fclose(f);
 	return buf;
 }
@@ -90,7 +93,7 @@ static char *summary_d(const struct stats_dump *d)
 
 	if (f == NULL)
 		return NULL;
-	stats_write_summary(f, d);
+	report_write_summary(f, d);
 	fclose(f);
 	return buf;
 }
@@ -271,21 +274,21 @@ static void test_reason_falls_back(void)
 
 	whatif_reset();
 	stats_reset(0, "3072");
-	CU_ASSERT_STRING_EQUAL(stats_reason(NULL, buf, sizeof(buf)), "VRAMPOOL=off");
-	CU_ASSERT_STRING_EQUAL(stats_reason(&bad, buf, sizeof(buf)), bad.problem);
+	CU_ASSERT_STRING_EQUAL(report_reason(NULL, buf, sizeof(buf)), "VRAMPOOL=off");
+	CU_ASSERT_STRING_EQUAL(report_reason(&bad, buf, sizeof(buf)), bad.problem);
 	s = summary_d(&bad);
 	CU_ASSERT(strstr(s, "vrampool: pool off: VRAMPOOL_SLAB='12Q' is not a size") != NULL);
 	free(s);
 	stats_set_mode(STATS_MODE_DRY);
-	CU_ASSERT(strncmp(stats_reason(NULL, buf, sizeof(buf)), "VRAMPOOL=dry", 12) == 0);
+	CU_ASSERT(strncmp(report_reason(NULL, buf, sizeof(buf)), "VRAMPOOL=dry", 12) == 0);
 
 	stats_reset(1, "");
 	stats_set_state(POOL_OFF);
-	CU_ASSERT_STRING_EQUAL(stats_reason(NULL, buf, sizeof(buf)), "no VRAMPOOL_LAYOUT set");
+	CU_ASSERT_STRING_EQUAL(report_reason(NULL, buf, sizeof(buf)), "no VRAMPOOL_LAYOUT set");
 
 	stats_reset(1, "3072");
 	stats_add(ST_MATCHED_CALLS, 1);
-	CU_ASSERT(strstr(stats_reason(NULL, buf, sizeof(buf)), "VRAMPOOL_PROBE_AFTER") != NULL);
+	CU_ASSERT(strstr(report_reason(NULL, buf, sizeof(buf)), "VRAMPOOL_PROBE_AFTER") != NULL);
 	s = summary();
 	CU_ASSERT(strstr(s, "budget not decided") != NULL);
 	free(s);
@@ -294,7 +297,7 @@ static void test_reason_falls_back(void)
 	stats_set(ST_PROBE_TOTAL, 1ULL << 30);
 	stats_set(ST_PROBE_RESERVE, 96ULL << 20);
 	stats_set(ST_PROBE_MARGIN, 512ULL << 20);
-	CU_ASSERT_STRING_EQUAL(stats_reason(NULL, buf, sizeof(buf)),
+	CU_ASSERT_STRING_EQUAL(report_reason(NULL, buf, sizeof(buf)),
 			       "the probe found 600.0 MiB free of 1.0 GiB: no room for one slab beside the "
 			       "reserve (96.0 MiB) and the margin (512.0 MiB)");
 	s = summary();
@@ -304,20 +307,20 @@ static void test_reason_falls_back(void)
 
 	stats_set(ST_POOL_BUDGET, 1ULL << 30);
 	stats_set_state(POOL_FULL);
-	CU_ASSERT_STRING_EQUAL(stats_reason(NULL, buf, sizeof(buf)),
+	CU_ASSERT_STRING_EQUAL(report_reason(NULL, buf, sizeof(buf)),
 			       "the budget of 1.0 GiB is full: rows past it cross PCIe");
 	stats_set_state(POOL_LATCHED);
 	stats_set(ST_POOL_EVICTIONS, 2);
-	CU_ASSERT(strstr(stats_reason(NULL, buf, sizeof(buf)), "2 slabs given back") != NULL);
+	CU_ASSERT(strstr(report_reason(NULL, buf, sizeof(buf)), "2 slabs given back") != NULL);
 	stats_set_state(POOL_ACTIVE);
-	CU_ASSERT_PTR_NULL(stats_reason(NULL, buf, sizeof(buf)));
+	CU_ASSERT_PTR_NULL(report_reason(NULL, buf, sizeof(buf)));
 	s = summary();
 	CU_ASSERT(strstr(s, "vrampool: pool ") == NULL);
 	free(s);
 	/* the pool's own reason wins, and reaches the summary cleaned of control characters */
 	stats_set_state(POOL_FULL);
 	stats_set_text(STATS_REASON, "budget of 8 GiB\033[2J is full");
-	CU_ASSERT_STRING_EQUAL(stats_reason(NULL, buf, sizeof(buf)), "budget of 8 GiB?[2J is full");
+	CU_ASSERT_STRING_EQUAL(report_reason(NULL, buf, sizeof(buf)), "budget of 8 GiB?[2J is full");
 	s = summary();
 	CU_ASSERT(strstr(s, "vrampool: pool full: budget of 8 GiB?[2J is full\n") != NULL);
 	CU_ASSERT(strchr(s, '\033') == NULL);
@@ -468,11 +471,11 @@ static void test_summary_cut_at_a_line(void)
 	whatif_reset();
 	stats_reset(1, "3072");
 	stats_add(ST_H2D_CALLS, 12000);
-	n = stats_format_summary(buf, sizeof(buf), NULL);
+	n = report_format_summary(buf, sizeof(buf), NULL);
 	CU_ASSERT(n > 0 && n < (int)sizeof(buf));
 	CU_ASSERT_EQUAL((int)strlen(buf), n);
 	CU_ASSERT_EQUAL(buf[n - 1], '\n');
-	CU_ASSERT(stats_format_json(buf, sizeof(buf), NULL) == -ENOSPC);
+	CU_ASSERT(report_format_json(buf, sizeof(buf), NULL) == -ENOSPC);
 }
 
 #define TEXT_ROUNDS 20000

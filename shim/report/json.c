@@ -1,0 +1,175 @@
+/*
+ * json: the JSON dump, one line, formatted into a caller's buffer through a
+ * bounded writer (json.h is the contract).
+ */
+#include "report/json.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "core/stats.h"
+#include "pool/whatif.h"
+#include "report/reason.h"
+#include "report/sbuf.h"
+
+#define REPORT_JSON_SIZES 16	/* sizes listed in the dump */
+
+/* Writes s as a JSON string, quotes included; bytes outside printable ASCII as \u00XX. */
+static void sbuf_json_string(struct sbuf *b, const char *s)
+{
+	sbuf_putc(b, '"');
+	for (; *s != '\0'; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			sbuf_printf(b, "\\%c", ch);
+		else if (ch < 0x20 || ch >= 0x7f)
+			sbuf_printf(b, "\\u%04x", ch);
+		else
+			sbuf_putc(b, (char)ch);
+	}
+	sbuf_putc(b, '"');
+}
+
+/* s as a JSON string, or null when NULL or empty. */
+static void sbuf_json_opt(struct sbuf *b, const char *s)
+{
+	if (s && s[0] != '\0')
+		sbuf_json_string(b, s);
+	else
+		sbuf_printf(b, "null");
+}
+
+/* A text field as a JSON string, or null when empty. */
+static void sbuf_json_text(struct sbuf *b, enum stats_text which)
+{
+	char buf[STATS_TEXT_MAX];
+
+	stats_get_text(which, buf, sizeof(buf));
+	sbuf_json_opt(b, buf);
+}
+
+static unsigned long long report_ull(enum stat_id id)
+{
+	return (unsigned long long)stats_get(id);
+}
+
+static const char *report_mode_name(enum stats_mode m)
+{
+	switch (m) {
+	case STATS_MODE_ON:
+		return "on";
+	case STATS_MODE_OFF:
+		return "off";
+	case STATS_MODE_DRY:
+		return "dry";
+	}
+	return "off";
+}
+
+int report_format_json(char *buf, size_t len, const struct stats_dump *d)
+{
+	static const struct stats_dump none;
+	struct stats_size sizes[STATS_MAX_SIZES];
+	int nsizes = stats_sizes(sizes);
+	uint64_t e;
+	struct whatif_snapshot w;
+	char reason[STATS_TEXT_MAX];
+	struct sbuf b;
+	int i;
+
+	if (d == NULL)
+		d = &none;
+	sbuf_init(&b, buf, len);
+	sbuf_printf(&b, "{\"vrampool\": 1, \"pid\": %ld, \"rank\": ", d->pid);
+	sbuf_json_opt(&b, d->rank);
+	sbuf_printf(&b, ", \"host\": ");
+	sbuf_json_opt(&b, d->host);
+	sbuf_printf(&b, ", \"enabled\": %s, \"mode\": \"%s\", \"final\": %s, \"ended_by\": ",
+		    stats_global.enabled ? "true" : "false", report_mode_name(stats_global.mode),
+		    d->final ? "true" : "false");
+	sbuf_json_opt(&b, d->ended_by);
+	if (stats_elapsed_ns(&e)) {
+		sbuf_printf(&b, ", \"elapsed_s\": %llu.%03llu", (unsigned long long)(e / 1000000000ULL),
+			    (unsigned long long)(e % 1000000000ULL / 1000000ULL));
+	} else {
+		sbuf_printf(&b, ", \"elapsed_s\": null");
+	}
+	sbuf_printf(&b, ", \"layout\": ");
+	sbuf_json_text(&b, STATS_LAYOUT);
+	sbuf_printf(&b, ", \"layout_source\": ");
+	sbuf_json_text(&b, STATS_LAYOUT_SOURCE);
+	sbuf_printf(&b, ", \"reason\": ");
+	sbuf_json_opt(&b, report_reason(d, reason, sizeof(reason)));
+	sbuf_printf(&b, ", \"evidence\": ");
+	sbuf_json_text(&b, STATS_EVIDENCE);
+	sbuf_printf(&b, ", \"suggest\": ");
+	sbuf_json_text(&b, STATS_SUGGEST);
+	sbuf_printf(&b, ", \"copies\": {\"h2d_calls\": %llu, \"matched_calls\": %llu, "
+		    "\"passthrough_calls\": %llu, \"fallbacks\": %llu, \"graph_capture\": %llu, "
+		    "\"driver_calls\": %llu, \"batch_calls\": %llu, \"stood_down\": %llu, "
+		    "\"passthrough_reasons\": {\"off\": %llu, \"no_layout\": %llu, \"no_match\": %llu, "
+		    "\"dst_not_device\": %llu, \"dst_extent\": %llu, \"no_context\": %llu, "
+		    "\"src_not_host\": %llu, \"graph_capture\": %llu, \"no_driver\": %llu}}",
+		    report_ull(ST_H2D_CALLS), report_ull(ST_MATCHED_CALLS), report_ull(ST_PASSTHROUGH_CALLS),
+		    report_ull(ST_FALLBACKS), report_ull(ST_GRAPH_CAPTURE_CALLS), report_ull(ST_DRIVER_CALLS),
+		    report_ull(ST_BATCH_CALLS), report_ull(ST_STOOD_DOWN_CALLS), report_ull(ST_PASS_OFF),
+		    report_ull(ST_PASS_NO_LAYOUT), report_ull(ST_PASS_NO_MATCH), report_ull(ST_PASS_DST_NOT_DEVICE),
+		    report_ull(ST_PASS_DST_EXTENT), report_ull(ST_PASS_NO_CONTEXT), report_ull(ST_PASS_SRC_NOT_HOST),
+		    report_ull(ST_GRAPH_CAPTURE_CALLS), report_ull(ST_PASS_NO_DRIVER));
+	sbuf_printf(&b, ", \"bytes\": {\"requested\": %llu, \"h2d\": %llu, \"served_from_pool\": %llu, "
+		    "\"captured\": %llu}",
+		    report_ull(ST_BYTES_REQUESTED), report_ull(ST_BYTES_H2D), report_ull(ST_BYTES_SERVED),
+		    report_ull(ST_BYTES_CAPTURED));
+	sbuf_printf(&b, ", \"rows\": {\"seen\": %llu, \"hits\": %llu, \"misses\": %llu, "
+		    "\"captured\": %llu, \"pooled\": %llu}",
+		    report_ull(ST_ROWS_SEEN), report_ull(ST_ROWS_HITS), report_ull(ST_ROWS_MISSES),
+		    report_ull(ST_ROWS_CAPTURED), report_ull(ST_ROWS_POOLED));
+	sbuf_printf(&b, ", \"pool\": {\"state\": \"%s\", \"budget\": %llu, \"bytes\": %llu, "
+		    "\"slabs\": %llu, \"evictions\": %llu, \"evicted_bytes\": %llu, "
+		    "\"oom_retries\": %llu, \"device_ops\": %llu, \"displaced_bytes\": %llu, "
+		    "\"displaced_slabs\": %llu, \"faults\": %llu, \"gather\": ",
+		    stats_state_name(stats_state()), report_ull(ST_POOL_BUDGET), report_ull(ST_POOL_BYTES),
+		    report_ull(ST_POOL_SLABS), report_ull(ST_POOL_EVICTIONS), report_ull(ST_POOL_EVICTED_BYTES),
+		    report_ull(ST_POOL_OOM_RETRIES), report_ull(ST_DEVICE_OPS), report_ull(ST_POOL_DISPLACED_BYTES),
+		    report_ull(ST_POOL_DISPLACED_SLABS), report_ull(ST_POOL_FAULTS));
+	sbuf_json_text(&b, STATS_GATHER);
+	sbuf_printf(&b, ", \"gather_launches\": %llu, \"stood_down\": %s, \"stand_downs\": %llu}",
+		    report_ull(ST_GATHER_LAUNCHES), atomic_load(&stats_global.stood_down) ? "true" : "false",
+		    report_ull(ST_BACKOFF_EVENTS));
+	sbuf_printf(&b, ", \"probe\": {\"decided\": %s, \"free\": %llu, \"total\": %llu, "
+		    "\"reserve\": %llu, \"margin\": %llu}",
+		    atomic_load(&stats_global.probe_decided) ? "true" : "false",
+		    report_ull(ST_PROBE_FREE), report_ull(ST_PROBE_TOTAL), report_ull(ST_PROBE_RESERVE),
+		    report_ull(ST_PROBE_MARGIN));
+	sbuf_printf(&b, ", \"time_ns\": {\"fingerprint\": %llu, \"shim\": %llu}",
+		    report_ull(ST_TIME_FINGERPRINT_NS), report_ull(ST_TIME_SHIM_NS));
+	whatif_snapshot(&w, stats_get(ST_POOL_BUDGET));
+	sbuf_printf(&b, ", \"whatif\": {\"unique_bytes\": %llu, \"repeat_bytes\": %llu, "
+		    "\"tracked_rows\": %llu, \"sampled\": %s, \"curve\": [",
+		    (unsigned long long)w.unique_bytes, (unsigned long long)w.repeat_bytes,
+		    (unsigned long long)w.tracked_rows, w.sampled ? "true" : "false");
+	for (i = 0; i < w.npoints; i++)
+		sbuf_printf(&b, "%s[%llu, %llu]", i ? ", " : "", (unsigned long long)w.budget[i],
+			    (unsigned long long)w.served[i]);
+	sbuf_printf(&b, "]}, \"allocs\": {\"calls\": %llu}, \"sizes\": [", report_ull(ST_ALLOC_CALLS));
+	for (i = 0; i < nsizes && i < REPORT_JSON_SIZES; i++)
+		sbuf_printf(&b, "%s{\"bytes\": %llu, \"calls\": %llu, \"total\": %llu}", i ? ", " : "",
+			    (unsigned long long)sizes[i].size, (unsigned long long)sizes[i].calls,
+			    (unsigned long long)sizes[i].bytes);
+	sbuf_printf(&b, "]}\n");
+	return b.full ? -ENOSPC : (int)b.used;
+}
+
+int report_write_json(FILE *f, const struct stats_dump *d)
+{
+	char buf[REPORT_JSON_MAX];
+	int n = report_format_json(buf, sizeof(buf), d);
+
+	if (n < 0)
+		return n;
+	if (fwrite(buf, 1, (size_t)n, f) != (size_t)n || fflush(f) != 0 || ferror(f))
+		return errno ? -errno : -EIO;
+	return 0;
+}

@@ -1,0 +1,55 @@
+/*
+ * json: the JSON dump of DESIGN.md, formatted from the counters
+ * (core/stats.h), the what-if curve (pool/whatif.h) and a struct
+ * stats_dump. Files are report.c's business (report/file.h); this only
+ * formats.
+ *
+ * Formatting makes no CUDA call, allocates nothing and takes no lock (the
+ * counters and the what-if figures are atomics; text fields are read
+ * under their sequence count), so the reporter thread can format the final
+ * dump while another thread, stopped by a signal, is inside any of the
+ * shim's critical sections, and an atexit handler can while the runtime
+ * unloads.
+ */
+#ifndef VRAMPOOL_JSON_H
+#define VRAMPOOL_JSON_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "report/dump.h"
+
+#define REPORT_JSON_MAX 16384   /* a buffer this big always holds the dump */
+
+/*
+ * Formats the JSON object of DESIGN.md, one line ending in a newline, into
+ * buf (NUL-terminated): every key always present, null where unknown.
+ *
+ * {"vrampool": 1, "pid", "rank", "host", "enabled", "mode": "on"|"off"|"dry",
+ *  "final", "ended_by", "elapsed_s" (seconds since the first CUDA call),
+ *  "layout", "layout_source", "reason", "evidence", "suggest",
+ *  "copies": {"h2d_calls", "matched_calls", "passthrough_calls", "fallbacks",
+ *             "graph_capture", "driver_calls", "batch_calls", "stood_down"},
+ *  "bytes": {"requested", "h2d", "served_from_pool", "captured"},
+ *  "rows": {"seen", "hits", "misses", "captured", "pooled"},
+ *  "pool": {"state", "budget", "bytes", "slabs", "evictions", "evicted_bytes",
+ *           "oom_retries", "device_ops", "displaced_bytes", "displaced_slabs",
+ *           "faults", "gather", "gather_launches", "stood_down", "stand_downs"},
+ *  "probe": {"decided", "free", "total", "reserve", "margin"},
+ *  "time_ns": {"fingerprint", "shim"},
+ *  "whatif": {"unique_bytes", "repeat_bytes", "tracked_rows", "sampled",
+ *             "curve": [[budget_bytes, served_bytes], ...]},
+ *  "allocs": {"calls"}, "sizes": [{"bytes", "calls", "total"}, ...]}
+ *
+ * "reason" is the text the pool set, else, while the pool is not active,
+ * what the counters tell (report_reason). The curve is whatif_snapshot's
+ * with the pool's budget as an extra point. d may be NULL (defaults:
+ * pid 0, nulls, not final). Returns the length, or -ENOSPC when buf is too
+ * small (REPORT_JSON_MAX always suffices).
+ */
+int report_format_json(char *buf, size_t len, const struct stats_dump *d);
+
+/* report_format_json written to f (d may be NULL). Returns 0 or -errno. */
+int report_write_json(FILE *f, const struct stats_dump *d);
+
+#endif
