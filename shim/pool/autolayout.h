@@ -27,7 +27,7 @@
  * decides, and decides as soon as the evidence is clear: for a reshuffled
  * dataset whose batches fit AL_WINDOW (16 MiB), on the first copy of the
  * second epoch, or a copy or two later when another major family of copies
- * must find its row too (autolayout.c says exactly). The copy whose
+ * must find its row too (autolayout_judge.h says exactly). The copy whose
  * autolayout_observe returned 1 may itself be pooled with the layout found.
  * In AUTOLAYOUT_SUGGEST mode (no layout set, for the summary only) it
  * observes the copies of the first 16 MiB, then 1/16 of the bytes, and

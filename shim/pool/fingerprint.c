@@ -1,25 +1,16 @@
 /*
- * fingerprint: keyed XXH3-128 of each row of a host buffer, in parallel for
- * large copies.
- *
- * Keying. Two secrets are drawn once per process from getrandom(2): the row
- * secret keys XXH3-128 of each row; the tree secret keys the top level of
- * rows longer than FP_CHUNK (below). A forked child keeps both, so a process
- * family agrees on fingerprints.
- *
- * Rows longer than FP_CHUNK bytes (whole:MIN layouts make rows of hundreds of
- * MiB) are hashed as a two-level tree: each FP_CHUNK-byte chunk is hashed with
- * the row secret, then the chunk digests followed by the row length (64 bits)
- * are hashed with the tree secret. Whether a row is a tree depends on its
- * length alone, so the serial and parallel paths, and fingerprint_one, agree.
+ * fingerprint: the parallel path of fingerprint_rows and the module's
+ * set-up (fingerprint.h is the contract). The hashing itself, keys, kernels
+ * and the tree of long rows, is fingerprint_hash.c's; the choice of the
+ * thread count is fingerprint_tune.c's. This file calls both, neither calls
+ * it.
  *
  * Parallel jobs. A copy of at least FINGERPRINT_PARALLEL_MIN bytes with two
  * rows or more (or one tree row) is a job: tasks of whole rows (about
  * FP_TASK_BYTES each, fewer bytes when that would leave under
  * FP_TASKS_PER_THREAD tasks per thread, never under FP_TASK_MIN) or single
- * chunks of tree rows. One job runs at a time
- * (fp_job_lock, taken with trylock: a caller that finds it busy hashes
- * alone). The job's parameters live in fp_pool.job, and tasks are taken
+ * chunks of tree rows. One job runs at a time (fp_job_lock, taken with
+ * trylock: a caller that finds it busy hashes alone). The job's parameters live in fp_pool.job, and tasks are taken
  * from one atomic word, fp_pool.claim, the number of tasks not yet taken:
  * taking one is a compare-and-swap that decrements it while it is above 0.
  * The caller writes the parameters, then publishes claim = ntasks with a
@@ -50,61 +41,34 @@
  * can start, the caller hashes alone and tries again FP_RETRY_JOBS large
  * copies later.
  *
- * Thread count. Chosen by fp_tune from the throughput of large copies
- * (bytes per nanosecond of the caller's wall clock, an average weighted 1/4
- * to the newest). Candidates: 1, 2, 4, ... and the maximum (the CPU count,
- * at most 8) for fingerprint_init(0); 1 and N for fingerprint_init(N). The
- * choice and its neighbours get FP_TUNE_SAMPLES copies each in turn (1, 2,
- * 1, 2 at the start), then a neighbour gets one copy in FP_PROBE_EVERY, and
- * the choice moves to a neighbour that is FP_TUNE_MARGIN faster. Each
- * configuration lately used keeps its own chooser (FP_TUNERS). The test
- * hook exact_threads bypasses the chooser.
+ * Thread count. Chosen by fingerprint_tune.c from the throughput of large
+ * copies (fingerprint_tune.h says how), unless the test hook exact_threads
+ * asks for the configured count.
  */
 #include "pool/fingerprint.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
-/*
- * On x86-64 built for the baseline (SSE2), also compile XXH3's AVX2 kernels
- * under a target attribute and choose them at run time when the CPU has
- * AVX2: about 2.5 times the SSE2 speed. The hash value does not depend on
- * the kernel (checked once at start).
- */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__AVX2__)
-#define FP_DISPATCH_AVX2 1
-#define XXH_X86DISPATCH
-#define XXH_DISPATCH_AVX2 1
-#define XXH_TARGET_AVX2 __attribute__((__target__("avx2")))
-#include <immintrin.h>
-#endif
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+#include "core/clock.h"
+#include "pool/fingerprint_hash.h"
+#include "pool/fingerprint_tune.h"
 
-#define FP_SECRET_SIZE 192                 /* XXH3's default secret size */
 #define FP_TASK_BYTES (128ull << 10)       /* bytes of whole rows per task */
 #define FP_TASKS_PER_THREAD 4              /* at least this many tasks per thread */
 #define FP_TASK_MIN (32ull << 10)          /* ... but no task below this */
-#define FP_CHUNK (4ull << 20)              /* tree chunk; longer rows are trees */
 #define FP_MAX_TASKS (1ull << 40)          /* a job with more runs serially */
 #define FP_MAX_THREADS 64
 #define FP_DEFAULT_MAX_THREADS 8
 #define FP_WORKER_STACK (512u << 10)
 #define FP_SPIN_NS 10000                   /* the caller spins this long for a running task */
 #define FP_RETRY_JOBS 64                   /* large copies before starting workers again */
-#define FP_TUNE_CANDS 8
-#define FP_TUNE_SAMPLES 2
-#define FP_PROBE_EVERY 32
-#define FP_TUNE_MARGIN 1.05
 
 /*
  * The parameters of the parallel job in progress. Written by its caller
@@ -143,23 +107,6 @@ struct fp_workers {
 	_Alignas(64) atomic_uint_fast64_t worker_tasks;   /* stats */
 };
 
-/* The thread-count chooser; guarded by fp_job_lock. */
-struct fp_tuner {
-	unsigned cfg;                      /* the fp_cfg it was set up for, 0: none */
-	unsigned ncand;
-	unsigned cand[FP_TUNE_CANDS];      /* thread counts, ascending */
-	unsigned cur;                      /* index of the choice */
-	unsigned n[FP_TUNE_CANDS];         /* copies measured */
-	double rate[FP_TUNE_CANDS];        /* bytes per ns, weighted average */
-	unsigned dir;                      /* the next probe goes up (1) or down (0) */
-	uint64_t jobs;                     /* large copies it chose for */
-};
-
-static unsigned char fp_row_secret[FP_SECRET_SIZE];
-static unsigned char fp_tree_secret[FP_SECRET_SIZE];
-static atomic_int fp_ready;                /* secrets generated */
-static int fp_avx2;                        /* use the AVX2 kernels */
-
 /*
  * The configuration: adaptive << 8 | the most threads (caller included);
  * 0 before fingerprint_init.
@@ -169,80 +116,13 @@ static uint64_t fp_large_jobs;             /* large copies; guarded by fp_job_lo
 static uint64_t fp_retry_at;               /* no workers: fp_large_jobs when to try again */
 static const struct fp_test_hooks *_Atomic fp_hooks;
 
-static pthread_mutex_t fp_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t fp_job_lock = PTHREAD_MUTEX_INITIALIZER;
-/* One chooser per configuration lately used (tests and benchmarks switch). */
-#define FP_TUNERS 4
-static struct fp_tuner fp_tuners[FP_TUNERS];
-static unsigned fp_tuner_next;            /* the slot to reuse next */
 static struct fp_stats fp_counts;          /* guarded by fp_job_lock */
 static struct fp_workers fp_pool = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.work_cv = PTHREAD_COND_INITIALIZER,
 	.done_cv = PTHREAD_COND_INITIALIZER,
 };
-
-/* Returns CLOCK_MONOTONIC in nanoseconds. */
-static uint64_t fp_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/*
- * Fills buf with n random bytes from getrandom(2) without blocking; if that
- * fails (too early in boot, or no such call), from /dev/urandom; if both
- * fail, from the clock, pid and an address (weak, but never fatal to the
- * host program).
- */
-static void fp_random_bytes(unsigned char *buf, size_t n)
-{
-	size_t got = 0;
-	uint64_t mix[3];
-	int fd;
-
-	while (got < n) {
-		ssize_t r = getrandom(buf + got, n - got, GRND_NONBLOCK);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	if (got == n)
-		return;
-	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		while (got < n) {
-			ssize_t r = read(fd, buf + got, n - got);
-
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
-				break;
-			got += (size_t)r;
-		}
-		close(fd);
-	}
-	if (got == n)
-		return;
-	mix[0] = fp_now_ns();
-	mix[1] = (uint64_t)getpid();
-	mix[2] = (uint64_t)(uintptr_t)&mix;
-	for (size_t i = got; i < n; i++)
-		buf[i] = (unsigned char)(XXH3_64bits_withSeed(mix, sizeof(mix), i) >> 24);
-}
-
-/* Derives both secrets from seed material of len bytes. */
-static void fp_secrets_from(const unsigned char *material, size_t len)
-{
-	XXH3_generateSecret(fp_row_secret, sizeof(fp_row_secret), material, len / 2);
-	XXH3_generateSecret(fp_tree_secret, sizeof(fp_tree_secret),
-			    material + len / 2, len - len / 2);
-}
 
 /* Returns the default thread count: online CPUs, at most 8. */
 static unsigned fp_default_threads(void)
@@ -254,137 +134,6 @@ static unsigned fp_default_threads(void)
 	if (n > FP_DEFAULT_MAX_THREADS)
 		n = FP_DEFAULT_MAX_THREADS;
 	return (unsigned)n;
-}
-
-/* Stores an XXH128 digest as a struct fp. */
-static struct fp fp_from_xxh(XXH128_hash_t h)
-{
-	struct fp f = { .lo = h.low64, .hi = h.high64 };
-
-	return f;
-}
-
-#ifdef FP_DISPATCH_AVX2
-/* XXH3-128's long-input loop (over 240 bytes) with the AVX2 kernels. */
-static XXH_TARGET_AVX2 XXH128_hash_t fp_long_avx2(const void *XXH_RESTRICT p, size_t len,
-						  XXH64_hash_t seed,
-						  const void *XXH_RESTRICT secret,
-						  size_t secret_len)
-{
-	XXH128_hash_t h;
-
-	(void)seed;
-	h = XXH3_hashLong_128b_internal(p, len, secret, secret_len,
-					XXH3_accumulate_512_avx2, XXH3_scrambleAcc_avx2);
-	/* Leave the upper halves of the YMM registers clean: GCC does not
-	 * here, and SSE code after a dirty AVX state runs up to twice as slow
-	 * (measured: 3 KiB rows at half speed when the result was stored
-	 * with an SSE move), in this module and in the host program alike. */
-	_mm256_zeroupper();
-	return h;
-}
-#endif
-
-/* XXH3-128 of p with secret, with the kernels chosen at start. */
-static XXH128_hash_t fp_xxh128(const void *p, size_t len, const unsigned char *secret)
-{
-#ifdef FP_DISPATCH_AVX2
-	if (fp_avx2)
-		return XXH3_128bits_internal(p, len, 0, secret, FP_SECRET_SIZE, fp_long_avx2);
-#endif
-	return XXH3_128bits_withSecret(p, len, secret, FP_SECRET_SIZE);
-}
-
-/*
- * Chooses the AVX2 kernels when the CPU has them and they agree with the
- * baseline on a test input. Called under fp_init_lock with the secrets set.
- */
-static void fp_pick_kernels(void)
-{
-#ifdef FP_DISPATCH_AVX2
-	unsigned char probe[4096];
-	XXH128_hash_t a, b;
-
-	__builtin_cpu_init();
-	if (!__builtin_cpu_supports("avx2"))
-		return;
-	for (size_t i = 0; i < sizeof(probe); i++)
-		probe[i] = (unsigned char)(i * 131 + (i >> 8));
-	a = XXH3_128bits_withSecret(probe, sizeof(probe), fp_row_secret, FP_SECRET_SIZE);
-	b = XXH3_128bits_internal(probe, sizeof(probe), 0, fp_row_secret, FP_SECRET_SIZE,
-				  fp_long_avx2);
-	fp_avx2 = XXH128_isEqual(a, b);
-#endif
-}
-
-/* Hashes one chunk of a tree row, or one whole short row, with the row secret. */
-static struct fp fp_hash_flat(const unsigned char *p, uint64_t len)
-{
-	return fp_from_xxh(fp_xxh128(p, (size_t)len, fp_row_secret));
-}
-
-/* Generates the process secrets once; safe to call from any thread. */
-static void fp_ensure_secret(void)
-{
-	unsigned char material[64];
-
-	if (atomic_load_explicit(&fp_ready, memory_order_acquire))
-		return;
-	pthread_mutex_lock(&fp_init_lock);
-	if (!atomic_load_explicit(&fp_ready, memory_order_relaxed)) {
-		fp_random_bytes(material, sizeof(material));
-		fp_secrets_from(material, sizeof(material));
-		fp_pick_kernels();
-		atomic_store_explicit(&fp_ready, 1, memory_order_release);
-	}
-	pthread_mutex_unlock(&fp_init_lock);
-}
-
-/* Number of FP_CHUNK chunks of a tree row of len bytes. */
-static uint64_t fp_chunks(uint64_t len)
-{
-	return (len + FP_CHUNK - 1) / FP_CHUNK;
-}
-
-/* The top level of a tree row: its chunk digests, then its length. */
-static struct fp fp_tree_top(const struct fp *digests, uint64_t nchunks, uint64_t len)
-{
-	XXH3_state_t st;
-
-	XXH3_128bits_reset_withSecret(&st, fp_tree_secret, sizeof(fp_tree_secret));
-	XXH3_128bits_update(&st, digests, (size_t)(nchunks * sizeof(*digests)));
-	XXH3_128bits_update(&st, &len, sizeof(len));
-	return fp_from_xxh(XXH3_128bits_digest(&st));
-}
-
-/* Fingerprints one row on the calling thread (tree rows chunk by chunk). */
-static struct fp fp_hash_row(const unsigned char *p, uint64_t len)
-{
-	XXH3_state_t st;
-
-	if (len <= FP_CHUNK)
-		return fp_hash_flat(p, len);
-	XXH3_128bits_reset_withSecret(&st, fp_tree_secret, sizeof(fp_tree_secret));
-	for (uint64_t off = 0; off < len; off += FP_CHUNK) {
-		uint64_t n = len - off < FP_CHUNK ? len - off : FP_CHUNK;
-		struct fp d = fp_hash_flat(p + off, n);
-
-		XXH3_128bits_update(&st, &d, sizeof(d));
-	}
-	XXH3_128bits_update(&st, &len, sizeof(len));
-	return fp_from_xxh(XXH3_128bits_digest(&st));
-}
-
-/* The most threads of a configuration word. */
-static unsigned fp_cfg_max(unsigned cfg)
-{
-	return (unsigned)(cfg & 0xFF);
-}
-
-/* Whether a configuration word lets the module choose the count. */
-static int fp_cfg_adaptive(unsigned cfg)
-{
-	return (cfg >> 8) & 1;
 }
 
 /* The installed test hooks, or NULL. */
@@ -412,7 +161,7 @@ static void fp_job_task(const struct fp_job *job, uint64_t t)
 		uint64_t off = c * FP_CHUNK;
 		uint64_t n = row - off < FP_CHUNK ? row - off : FP_CHUNK;
 
-		job->digests[t] = fp_hash_flat(src + r * row + off, n);
+		job->digests[t] = fp_hash_chunk(src + r * row + off, n);
 		return;
 	}
 	uint64_t first = t * job->rows_per_task;
@@ -421,8 +170,7 @@ static void fp_job_task(const struct fp_job *job, uint64_t t)
 
 	if (last > job->nrows)
 		last = job->nrows;
-	for (uint64_t r = first; r < last; r++)
-		out[r] = fp_hash_flat(src + r * row, row);
+	fp_hash_rows(src + first * row, row, last - first, out + first);
 }
 
 /* Wakes the caller if it sleeps on done_cv (the last task has finished). */
@@ -561,83 +309,6 @@ static void fp_workers_stop(void)
 	pthread_mutex_unlock(&w->lock);
 }
 
-/*
- * Sets up the chooser for configuration cfg: candidates 1, 2, 4, ... and
- * the most threads when adaptive, 1 and the forced count otherwise. Called
- * under fp_job_lock.
- */
-static void fp_tune_reset(struct fp_tuner *t, unsigned cfg)
-{
-	unsigned max = fp_cfg_max(cfg);
-
-	memset(t, 0, sizeof(*t));
-	t->cfg = cfg;
-	for (unsigned c = 1; c < max && t->ncand < FP_TUNE_CANDS - 1;
-	     c = fp_cfg_adaptive(cfg) ? c * 2 : max)
-		t->cand[t->ncand++] = c;
-	t->cand[t->ncand++] = max;
-}
-
-/*
- * Chooses the candidate (an index) for the next large copy: the choice and
- * its neighbours are measured FP_TUNE_SAMPLES times each first, the least
- * measured next (the choice on a tie); then a neighbour, up and down in
- * turn, on one copy in FP_PROBE_EVERY.
- */
-static unsigned fp_tune_pick(struct fp_tuner *t)
-{
-	unsigned c = t->cur, lo = c ? c - 1 : c, hi = c + 1 < t->ncand ? c + 1 : c;
-	unsigned least = c;
-
-	t->jobs++;
-	if (t->n[lo] < t->n[least])
-		least = lo;
-	if (t->n[hi] < t->n[least])
-		least = hi;
-	if (t->n[least] < FP_TUNE_SAMPLES)
-		return least;
-	if (t->jobs % FP_PROBE_EVERY == 0) {
-		t->dir ^= 1;
-		if (t->dir ? hi == c : lo == c)
-			t->dir ^= 1;           /* at an end of the list: the other way */
-		return t->dir ? hi : lo;
-	}
-	return c;
-}
-
-/*
- * Records the throughput of a large copy hashed with candidate i, then
- * moves the choice to a neighbour that is FP_TUNE_MARGIN faster.
- */
-static void fp_tune_record(struct fp_tuner *t, unsigned i, double rate)
-{
-	const struct fp_test_hooks *hooks = fp_hooks_get();
-	unsigned c = t->cur, best = c;
-
-	if (hooks && hooks->rate)
-		rate = hooks->rate(t->cand[i], rate);
-	t->rate[i] = t->n[i] ? t->rate[i] + (rate - t->rate[i]) / 4 : rate;
-	t->n[i]++;
-	for (unsigned j = c ? c - 1 : c; j <= c + 1 && j < t->ncand; j++)
-		if (j != c && t->n[j] && t->rate[j] > t->rate[c] * FP_TUNE_MARGIN &&
-		    t->rate[j] > t->rate[best])
-			best = j;
-	t->cur = best;
-}
-
-/* The chooser of configuration cfg, set up afresh if none is kept. */
-static struct fp_tuner *fp_tuner_for(unsigned cfg)
-{
-	struct fp_tuner *t;
-
-	for (unsigned i = 0; i < FP_TUNERS; i++)
-		if (fp_tuners[i].cfg == cfg)
-			return &fp_tuners[i];
-	t = &fp_tuners[fp_tuner_next++ % FP_TUNERS];
-	fp_tune_reset(t, cfg);
-	return t;
-}
-
 /* Invites n sleeping workers to the job just published. */
 static void fp_invite(struct fp_workers *w, unsigned n)
 {
@@ -664,10 +335,10 @@ static uint64_t fp_wait_done(struct fp_workers *w, uint64_t ntasks)
 
 	if (atomic_load_explicit(&w->finished, memory_order_acquire) == ntasks)
 		return 0;
-	t0 = fp_now_ns();
+	t0 = clock_now_ns();
 	for (unsigned i = 1; atomic_load_explicit(&w->finished, memory_order_acquire) != ntasks; i++) {
 		if (i % 64 == 0) {
-			if (fp_now_ns() - t0 > FP_SPIN_NS)
+			if (clock_now_ns() - t0 > FP_SPIN_NS)
 				break;
 			sched_yield();
 		}
@@ -679,18 +350,10 @@ static uint64_t fp_wait_done(struct fp_workers *w, uint64_t ntasks)
 		pthread_cond_wait(&w->done_cv, &w->lock);
 	w->caller_waiting = 0;
 	pthread_mutex_unlock(&w->lock);
-	dt = fp_now_ns() - t0;
+	dt = clock_now_ns() - t0;
 	fp_counts.waits++;
 	fp_counts.wait_ns += dt;
 	return dt;
-}
-
-/* Hashes nrows rows serially on the calling thread. */
-static void fp_rows_serial(const unsigned char *src, uint64_t row, uint64_t nrows,
-			   struct fp *out)
-{
-	for (uint64_t r = 0; r < nrows; r++)
-		out[r] = fp_hash_row(src + r * row, row);
 }
 
 /*
@@ -742,7 +405,7 @@ static int fp_job_run(const unsigned char *src, uint64_t row, uint64_t nrows, st
 	fp_counts.parallel_jobs++;
 	fp_counts.caller_tasks += ran;
 	for (uint64_t r = 0; job->nchunks && r < nrows; r++)
-		out[r] = fp_tree_top(job->digests + r * job->nchunks, job->nchunks, row);
+		out[r] = fp_hash_tree_top(job->digests + r * job->nchunks, job->nchunks, row);
 	free(job->digests);
 	job->digests = NULL;
 	return 0;
@@ -775,14 +438,19 @@ static int fp_rows_large(const unsigned char *src, uint64_t row, uint64_t nrows,
 	}
 	if (threads > fp_pool.started + 1)
 		threads = fp_pool.started + 1;
-	t0 = fp_now_ns();
+	t0 = clock_now_ns();
 	if (threads > 1)
 		err = fp_job_run(src, row, nrows, out, threads);
 	else
-		fp_rows_serial(src, row, nrows, out);
-	dt = fp_now_ns() - t0;
-	if (!err && t && threads == t->cand[i])
-		fp_tune_record(t, i, (double)(row * nrows) / (double)(dt ? dt : 1));
+		fp_hash_rows(src, row, nrows, out);
+	dt = clock_now_ns() - t0;
+	if (!err && t && threads == t->cand[i]) {
+		double rate = (double)(row * nrows) / (double)(dt ? dt : 1);
+
+		if (hooks && hooks->rate)
+			rate = hooks->rate(t->cand[i], rate);
+		fp_tune_record(t, i, rate);
+	}
 	pthread_mutex_unlock(&fp_job_lock);
 	return err;
 }
@@ -791,7 +459,7 @@ int fingerprint_init(unsigned threads)
 {
 	int adaptive = threads == 0;
 
-	fp_ensure_secret();
+	fp_hash_prepare();
 	if (adaptive)
 		threads = fp_default_threads();
 	if (threads > FP_MAX_THREADS + 1)
@@ -804,11 +472,11 @@ int fingerprint_init(unsigned threads)
 uint64_t fingerprint_rows(const void *src, uint64_t row, uint64_t nrows, struct fp *out)
 {
 	const struct fp_test_hooks *hooks = fp_hooks_get();
-	uint64_t t0 = fp_now_ns();
+	uint64_t t0 = clock_now_ns();
 	uint64_t total, min;
 	unsigned cfg;
 
-	fp_ensure_secret();
+	fp_hash_prepare();
 	cfg = atomic_load_explicit(&fp_cfg, memory_order_relaxed);
 	if (cfg == 0) {
 		fingerprint_init(0);
@@ -819,14 +487,8 @@ uint64_t fingerprint_rows(const void *src, uint64_t row, uint64_t nrows, struct 
 		total = UINT64_MAX;
 	if (fp_cfg_max(cfg) < 2 || total < min || (nrows < 2 && row <= FP_CHUNK) ||
 	    fp_rows_large(src, row, nrows, out, cfg) != 0)
-		fp_rows_serial(src, row, nrows, out);
-	return fp_now_ns() - t0;
-}
-
-struct fp fingerprint_one(const void *src, uint64_t len)
-{
-	fp_ensure_secret();
-	return fp_hash_row(src, len);
+		fp_hash_rows(src, row, nrows, out);
+	return clock_now_ns() - t0;
 }
 
 /*
@@ -839,22 +501,13 @@ void fingerprint_atfork_child(void)
 {
 	struct fp_workers *w = &fp_pool;
 
-	pthread_mutex_init(&fp_init_lock, NULL);
+	fp_hash_atfork_child();
 	pthread_mutex_init(&fp_job_lock, NULL);
+	/* All zero is the state of no workers and no job (no digests to free). */
+	memset(w, 0, sizeof(*w));
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->work_cv, NULL);
 	pthread_cond_init(&w->done_cv, NULL);
-	w->started = 0;
-	w->sleeping = 0;
-	w->invites = 0;
-	w->generation = 0;
-	w->start_generation = 0;
-	w->stop = 0;
-	w->caller_waiting = 0;
-	w->job.digests = NULL;
-	atomic_store(&w->claim, 0);
-	atomic_store(&w->finished, 0);
-	atomic_store(&w->worker_tasks, 0);
 	memset(&fp_counts, 0, sizeof(fp_counts));
 	fp_retry_at = 0;
 }
@@ -864,25 +517,9 @@ void fingerprint_shutdown(void)
 	pthread_mutex_lock(&fp_job_lock);
 	if (fp_pool.started)
 		fp_workers_stop();
-	memset(fp_tuners, 0, sizeof(fp_tuners));
+	fp_tune_forget();
 	fp_retry_at = 0;
 	pthread_mutex_unlock(&fp_job_lock);
-}
-
-void fingerprint_set_seed_for_tests(uint64_t seed)
-{
-	unsigned char material[64];
-
-	for (size_t i = 0; i < sizeof(material); i += 8) {
-		uint64_t v = XXH64(&seed, sizeof(seed), i);
-
-		memcpy(material + i, &v, sizeof(v));
-	}
-	pthread_mutex_lock(&fp_init_lock);
-	fp_secrets_from(material, sizeof(material));
-	fp_pick_kernels();
-	atomic_store_explicit(&fp_ready, 1, memory_order_release);
-	pthread_mutex_unlock(&fp_init_lock);
 }
 
 void fingerprint_get_stats(struct fp_stats *st)
@@ -894,10 +531,7 @@ void fingerprint_get_stats(struct fp_stats *st)
 	st->worker_tasks = atomic_load(&fp_pool.worker_tasks);
 	st->threads_max = fp_cfg_max(cfg);
 	st->adaptive = fp_cfg_adaptive(cfg);
-	st->threads = 1;
-	for (unsigned i = 0; i < FP_TUNERS; i++)
-		if (fp_tuners[i].cfg == cfg)
-			st->threads = fp_tuners[i].cand[fp_tuners[i].cur];
+	st->threads = fp_tune_threads(cfg);
 	st->workers = fp_pool.started;
 	pthread_mutex_unlock(&fp_job_lock);
 }

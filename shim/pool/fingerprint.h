@@ -26,6 +26,11 @@
  * (VRAMPOOL_THREADS=N) splits a copy exactly N ways whenever it splits, and
  * chooses between that and the caller alone.
  * Thread-safe: any number of callers may fingerprint at once.
+ *
+ * The room: fingerprint.c holds the set-up and the parallel path (workers,
+ * jobs); fingerprint_hash.c the keys, the kernels and the tree of long rows
+ * (and fingerprint_one); fingerprint_tune.c the choice of the thread count.
+ * Calls run one way: fingerprint.c into the other two.
  */
 #ifndef VRAMPOOL_FINGERPRINT_H
 #define VRAMPOOL_FINGERPRINT_H
