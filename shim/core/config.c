@@ -59,30 +59,6 @@ static void config_complain(const char *name, const char *value, const char *why
 }
 
 /*
- * Parses unsigned decimal digits only, the whole string. Returns 0,
- * -EINVAL (empty or junk) or -ERANGE.
- */
-static int config_parse_uint(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-	const char *p = s;
-
-	if (*p == '\0')
-		return -EINVAL;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		unsigned d = (unsigned)(*p - '0');
-
-		if (v > (UINT64_MAX - d) / 10)
-			return -ERANGE;
-		v = v * 10 + d;
-	}
-	if (*p != '\0')
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-/*
  * Parses "N%" with 0 < N <= 100 (N may have a decimal part: 12.5%) into a
  * share in (0, 1]. Returns 0 or -EINVAL.
  */
@@ -136,36 +112,23 @@ static int config_flag(const char *(*get)(const char *name), const char *name, i
 }
 
 /*
- * Parses an integer in [min, max]; returns 0 or -EINVAL after complaining
- * with expected, the human form of the range.
+ * Reads variable name with parse (size_parse_uint: digits only, or
+ * size_parse: a size) and keeps it in *out when it lies in [min, max].
+ * A value parse refuses gets the line "name='v' " + bad; one out of range
+ * gets range (bad as well when range is NULL). Returns 0, or -EINVAL after
+ * complaining. An unset variable leaves *out as it is.
  */
-static int config_int(const char *(*get)(const char *name), const char *name,
-		      uint64_t min, uint64_t max, const char *expected, uint64_t *out)
+static int config_number(const char *(*get)(const char *name), const char *name,
+			 int (*parse)(const char *s, uint64_t *out), const char *bad,
+			 uint64_t min, uint64_t max, const char *range, uint64_t *out)
 {
 	const char *v = config_get(get, name);
 	uint64_t n;
 
 	if (v == NULL)
 		return 0;
-	if (config_parse_uint(v, &n) < 0 || n < min || n > max) {
-		config_complain(name, v, expected);
-		return -EINVAL;
-	}
-	*out = n;
-	return 0;
-}
-
-/* Parses a size in [min, max]; returns 0 or -EINVAL after complaining. */
-static int config_size(const char *(*get)(const char *name), const char *name,
-		       uint64_t min, uint64_t max, const char *range, uint64_t *out)
-{
-	const char *v = config_get(get, name);
-	uint64_t n;
-
-	if (v == NULL)
-		return 0;
-	if (size_parse(v, &n) < 0) {
-		config_complain(name, v, "is not a size (expected e.g. 64M, 1G)");
+	if (parse(v, &n) < 0 || ((n < min || n > max) && !range)) {
+		config_complain(name, v, bad);
 		return -EINVAL;
 	}
 	if (n < min || n > max) {
@@ -174,6 +137,21 @@ static int config_size(const char *(*get)(const char *name), const char *name,
 	}
 	*out = n;
 	return 0;
+}
+
+/* An integer in [min, max]; expected says what is expected, in words. */
+static int config_int(const char *(*get)(const char *name), const char *name,
+		      uint64_t min, uint64_t max, const char *expected, uint64_t *out)
+{
+	return config_number(get, name, size_parse_uint, expected, min, max, NULL, out);
+}
+
+/* A size in [min, max]; range says what is expected when it lies outside. */
+static int config_size(const char *(*get)(const char *name), const char *name,
+		       uint64_t min, uint64_t max, const char *range, uint64_t *out)
+{
+	return config_number(get, name, size_parse, "is not a size (expected e.g. 64M, 1G)",
+			     min, max, range, out);
 }
 
 /* VRAMPOOL: on, off, 1, 0 or dry. */

@@ -14,20 +14,48 @@
 #define GIB (1024ULL * MIB)
 #define TIB (1024ULL * GIB)
 
+/*
+ * Reads the decimal digits at *p (at least one) into *v and moves *p past
+ * them. Returns 0, -EINVAL (no digit) or -ERANGE (more than 64 bits).
+ */
+static int size_digits(const char **p, uint64_t *v)
+{
+	const char *q = *p;
+
+	if (q == NULL || !(*q >= '0' && *q <= '9'))
+		return -EINVAL;
+	for (*v = 0; *q >= '0' && *q <= '9'; q++) {
+		unsigned d = (unsigned)(*q - '0');
+
+		if (*v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		*v = *v * 10 + d;
+	}
+	*p = q;
+	return 0;
+}
+
+int size_parse_uint(const char *s, uint64_t *out)
+{
+	uint64_t v;
+	int rc = size_digits(&s, &v);
+
+	if (rc < 0)
+		return rc;
+	if (*s != '\0')
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 int size_parse(const char *s, uint64_t *out)
 {
-	uint64_t v = 0, mult = 1;
+	uint64_t v, mult = 1;
 	const char *p = s;
+	int rc = size_digits(&p, &v);
 
-	if (s == NULL || !(*p >= '0' && *p <= '9'))
-		return -EINVAL;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		unsigned d = (unsigned)(*p - '0');
-
-		if (v > (UINT64_MAX - d) / 10)
-			return -ERANGE;
-		v = v * 10 + d;
-	}
+	if (rc < 0)
+		return rc;
 	switch (*p) {
 	case 'K': case 'k': mult = KIB; p++; break;
 	case 'M': case 'm': mult = MIB; p++; break;

@@ -14,4 +14,10 @@
  */
 int size_parse(const char *s, uint64_t *out);
 
+/*
+ * Parses unsigned decimal digits only, the whole string (no suffix).
+ * Returns 0 and *out, -EINVAL (empty or junk) or -ERANGE.
+ */
+int size_parse_uint(const char *s, uint64_t *out);
+
 #endif
