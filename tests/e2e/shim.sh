@@ -58,12 +58,12 @@ done
 exports_only_interposed() {
 	local got want
 	got=$(nm -D --defined-only "$SHIM" | awk '{print $3}' | sort | tr '\n' ' ')
-	# the entry table of interpose.c, as the version script lists it
+	# the entry table of entries.h, as the version script lists it
 	want=$(sed -n 's/^[[:space:]]*\([a-zA-Z_].*;\)[[:space:]]*$/\1/p' "$ROOT/shim/intercept/libvrampool.map" |
 		tr ';' '\n' | tr -d ' \t' | grep -vE '^(global:|local:|\*|)$' | sort | tr '\n' ' ')
 	[ "$got" = "$want" ] || { echo "exports: $got"; echo "table:   $want"; return 1; }
-	grep -c '^	X(' "$ROOT/shim/intercept/interpose.c" | grep -qx "$(($(wc -w <<<"$want") - 4))" ||
-		{ echo "interpose.c's table and libvrampool.map differ in size"; return 1; }
+	grep -cE '^[[:space:]]*(X\(|A\(X, )' "$ROOT/shim/intercept/entries.h" | grep -qx "$(($(wc -w <<<"$want") - 4))" ||
+		{ echo "entries.h's table and libvrampool.map differ in size"; return 1; }
 	# and depends on libc, libdl and pthread only (ld.so provides __tls_get_addr)
 	! readelf -d "$SHIM" | grep NEEDED | grep -vE 'libc\.so|libdl\.so|libpthread\.so|ld-linux'
 }
