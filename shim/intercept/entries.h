@@ -7,15 +7,18 @@
  * - procaddr.c: the wrapper handed out for each, by name or by the real
  *   function it stands for;
  * - alloc.c: the allocation hooks themselves, one generated from each row
- *   of VP_ALLOCATORS.
- * libvrampool.map lists the same names (and dlsym, dlvsym, sigaction,
- * signal) for the linker; tests/e2e/shim.sh checks it against this table.
+ *   of VP_ALLOCATORS;
+ * - the build: the version script build/libvrampool.map
+ *   (libvrampool.map.in: these names, dlsym, dlvsym, sigaction and signal,
+ *   and nothing else is exported), which tests/e2e/shim.sh checks against
+ *   the rows written here.
  *
  * Adding a copy entry point: a row X(name, lib) in VP_ENTRIES and its
  * hook in copy.c. Adding an allocator: one row in VP_ALLOCATORS.
  *
- * This file holds macros only and includes nothing. lib is RT (found in
- * libcudart) or DRV (in libcuda).
+ * This file holds macros only and includes nothing, so that the build can
+ * expand it with the preprocessor alone. lib is RT (found in libcudart)
+ * or DRV (in libcuda).
  */
 #ifndef VRAMPOOL_ENTRIES_H
 #define VRAMPOOL_ENTRIES_H
