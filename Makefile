@@ -94,8 +94,13 @@ ptx: $(B)/shim/gather.ptx
 	@test -x $(NVCC) || { echo "make ptx needs nvcc ($(NVCC))"; exit 1; }
 	cp $(B)/shim/gather.ptx shim/device/gather.ptx
 
-$(B)/libvrampool.so: $(SHIM_OBJ) $(GATHER_OBJ) shim/intercept/libvrampool.map
-	$(CC) -shared -fPIC -o $@ $(SHIM_OBJ) $(GATHER_OBJ) -Wl,--version-script=shim/intercept/libvrampool.map \
+# The version script is the entry table (shim/intercept/entries.h) expanded
+# by the preprocessor: one list names what is interposed and exported.
+$(B)/libvrampool.map: shim/intercept/libvrampool.map.in shim/intercept/entries.h | $(B)
+	$(CC) -E -P -x c -Ishim -o $@ shim/intercept/libvrampool.map.in
+
+$(B)/libvrampool.so: $(SHIM_OBJ) $(GATHER_OBJ) $(B)/libvrampool.map
+	$(CC) -shared -fPIC -o $@ $(SHIM_OBJ) $(GATHER_OBJ) -Wl,--version-script=$(B)/libvrampool.map \
 		-Wl,-z,defs -Wl,-soname,libvrampool.so -pthread -ldl
 
 # ---- the vrampool command ---------------------------------------------------

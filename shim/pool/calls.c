@@ -1,0 +1,344 @@
+/*
+ * calls: the fate of each copy and allocation the program makes, decided
+ * below the hooks (STYLE.md 1). calls.h states the rules.
+ */
+#include <stdatomic.h>
+
+#include "core/log.h"
+#include "core/stats.h"
+#include "device/device.h"
+#include "pool/autolayout.h"
+#include "pool/calls.h"
+#include "pool/classify.h"
+#include "pool/fingerprint.h"
+#include "pool/pool.h"
+#include "pool/specpick.h"
+#include "pool/whatif.h"
+
+static const struct config *calls_cfg;
+
+/* The automatic layout, once found, and the finder's state (enum autolayout_state). */
+static struct layout calls_auto;
+static _Atomic int calls_auto_state;
+
+/* ---- the layout in use ------------------------------------------------------ */
+
+/*
+ * The layout to match: VRAMPOOL_LAYOUT, or the automatic one once found.
+ * NULL with *why (CL_OFF, CL_NO_LAYOUT) when the pool takes nothing now.
+ */
+static const struct layout *calls_layout(int *why)
+{
+	const struct config *c = calls_cfg;
+
+	if (c->off || c->invalid) {
+		*why = CL_OFF;
+		return NULL;
+	}
+	if (!c->has_layout) {
+		*why = CL_NO_LAYOUT;
+		return NULL;
+	}
+	if (!c->layout.is_auto)
+		return &c->layout;
+	if (atomic_load_explicit(&calls_auto_state, memory_order_acquire) == AUTOLAYOUT_FOUND)
+		return &calls_auto;
+	*why = CL_NO_LAYOUT;
+	return NULL;
+}
+
+/*
+ * Shows one host-to-device copy to the layout finder, when it is looking
+ * (VRAMPOOL_LAYOUT=auto, or no layout in a run that is not off). On a
+ * decision, publishes it: the automatic layout, or the suggestion.
+ */
+static void calls_autolayout(const void *src, uint64_t n)
+{
+	const struct config *c = calls_cfg;
+	struct autolayout_result res;
+	enum dev_mem kind;
+	int ord;
+
+	if (c->off || c->invalid || (c->has_layout && !c->layout.is_auto))
+		return;
+	if (atomic_load_explicit(&calls_auto_state, memory_order_relaxed) != AUTOLAYOUT_LOOKING || !src || !n)
+		return;
+	/* Only host memory is read: a wrong kind is the runtime's to refuse. */
+	if (device_open() || device_classify(src, &kind, &ord, NULL) ||
+	    (kind != DEV_MEM_UNREGISTERED && kind != DEV_MEM_HOST))
+		return;
+	if (!autolayout_observe(src, n))
+		return;
+	autolayout_result(&res);
+	if (res.state == AUTOLAYOUT_FOUND && c->layout.is_auto) {
+		calls_auto = res.layout;
+		pool_set_layout(&calls_auto);
+		stats_set_text(STATS_LAYOUT, "%s", calls_auto.text);
+		stats_set_text(STATS_LAYOUT_SOURCE, "auto");
+		stats_set_text(STATS_EVIDENCE, "%s", res.evidence);
+		stats_set_state(POOL_DORMANT);
+		log_verbose("layout found: %s (%s)", calls_auto.text, res.evidence);
+	} else if (res.state == AUTOLAYOUT_FOUND) {
+		stats_set_text(STATS_EVIDENCE, "%s", res.evidence);
+		stats_set_text(STATS_SUGGEST, "%s", res.layout.text);
+	} else {
+		stats_set_text(STATS_EVIDENCE, "%s", res.evidence);
+		if (c->layout.is_auto)
+			stats_set_text(STATS_REASON, "VRAMPOOL_LAYOUT=auto found no layout: %s", res.evidence);
+		log_verbose("no layout found: %s", res.evidence);
+	}
+	atomic_store_explicit(&calls_auto_state, (int)res.state, memory_order_release);
+}
+
+/* ---- counting ---------------------------------------------------------------- */
+
+/* The stats counter of each pass-through reason. */
+static enum stat_id calls_reason_stat(enum classify_reason r)
+{
+	switch (r) {
+	case CL_CAPTURING:
+		return ST_GRAPH_CAPTURE_CALLS;
+	default:
+		return (enum stat_id)(ST_PASS_OFF + (r - CL_OFF));
+	}
+}
+
+/* Counts a host-to-device copy of n bytes the program made successfully. */
+static void calls_count(uint64_t n, int driver, enum classify_reason reason)
+{
+	stats_add(ST_H2D_CALLS, 1);
+	stats_add(ST_BYTES_REQUESTED, n);
+	stats_note_size(n);
+	if (driver)
+		stats_add(ST_DRIVER_CALLS, 1);
+	if (reason != CL_POOL) {
+		stats_add(ST_PASSTHROUGH_CALLS, 1);
+		stats_add(ST_BYTES_H2D, n);
+		stats_add(calls_reason_stat(reason), 1);
+	}
+}
+
+/* Whether p is host memory (pageable or pinned). */
+static int calls_host_memory(const void *p)
+{
+	enum dev_mem k;
+	int ord;
+
+	if (device_open() || device_classify(p, &k, &ord, NULL))
+		return 0;
+	return k == DEV_MEM_UNREGISTERED || k == DEV_MEM_HOST;
+}
+
+/* Whether a batch entry is host-to-device: a host source and a device (or managed) destination. */
+static int calls_entry_h2d(const void *dst, const void *src)
+{
+	enum dev_mem dk;
+	int dd;
+
+	if (device_open() || device_classify(dst, &dk, &dd, NULL))
+		return 0;
+	return (dk == DEV_MEM_DEVICE || dk == DEV_MEM_MANAGED) && calls_host_memory(src);
+}
+
+/* ---- copies ------------------------------------------------------------------ */
+
+/*
+ * The pool's deliveries of the program's bytes: the program's own entry
+ * point (asynchronous, or synchronous when sync is set), run under the
+ * program's capture mode (the pool relaxes it for its own work; calls_copy).
+ */
+static int calls_deliver(struct copy_call *c, uint64_t off, uint64_t len, int sync)
+{
+	int r;
+
+	device_capture_restore(c->capture_mode);
+	r = sync ? c->h2d_sync(c->arg, off, len) : c->h2d(c->arg, off, len);
+	device_capture_relax();
+	return r;
+}
+
+static int calls_h2d(void *arg, uint64_t off, uint64_t len)
+{
+	return calls_deliver(arg, off, len, 0);
+}
+
+static int calls_h2d_sync(void *arg, uint64_t off, uint64_t len)
+{
+	return calls_deliver(arg, off, len, 1);
+}
+
+int calls_copy(struct copy_call *c)
+{
+	struct classify_in in = {
+		.dst = c->dst, .src = c->src, .n = c->n, .dir = c->dir, .stream = c->stream,
+		.sync = c->sync, .per_thread = c->per_thread,
+	};
+	struct classify_out out;
+	struct pool_request r;
+	struct pool *p;
+	uint64_t ctx_id;
+	int why = CL_OFF, err, h2d, mode;
+	enum specpick_result pick;
+
+	in.layout = calls_layout(&why);
+	in.off_reason = why;
+	h2d = classify_copy(&in, &out);
+	if (h2d && out.reason == CL_NO_LAYOUT) {
+		calls_autolayout(c->src, c->n);
+		in.layout = calls_layout(&why);
+		if (in.layout)
+			h2d = classify_copy(&in, &out);
+	}
+	if (!h2d)
+		return c->forward(c->arg);
+	if (out.reason != CL_POOL)
+		goto passthrough;
+	/* Several specs divide the size: the content says which one cuts it. */
+	pick = specpick_choose(in.layout, c->n, c->src, &out.hit);
+	device_context_id(&ctx_id);
+	p = pool_get(out.dev, ctx_id);
+	if (!p)
+		goto passthrough;
+	r = (struct pool_request){
+		.dst = (dev_ptr)(uintptr_t)c->dst, .src = c->src, .n = c->n, .row = out.hit.row,
+		.prio = out.hit.prio, .stream = out.ds, .h2d = calls_h2d, .h2d_sync = calls_h2d_sync,
+		.arg = c, .verify = out.verify, .sync = c->sync,
+		.no_admit = pick == SPECPICK_UNDECIDED,
+	};
+	c->capture_mode = mode = device_capture_relax();
+	err = pool_copy(p, &r);
+	device_capture_restore(mode);
+	if (err == 0)
+		calls_count(c->n, c->driver, CL_POOL);
+	return err;
+
+passthrough:
+	err = c->forward(c->arg);
+	if (err == 0)
+		calls_count(c->n, c->driver, out.reason);
+	return err;
+}
+
+int calls_copy_unpooled(struct copy_call *c)
+{
+	int err = c->forward(c->arg);
+
+	if (err == 0 && (c->dir == CL_DIR_H2D || (c->dir == CL_DIR_INFER && calls_host_memory(c->src))))
+		calls_count(c->n, c->driver, CL_NO_MATCH);
+	return err;
+}
+
+int calls_copy_batch(struct copy_batch *b)
+{
+	int err = b->forward(b->arg);
+
+	if (err != 0 || !b->dsts || !b->srcs || !b->sizes)
+		return err;
+	stats_add(ST_BATCH_CALLS, 1);
+	for (size_t i = 0; i < b->count; i++)
+		if (b->sizes[i] && calls_entry_h2d(b->dsts[i], b->srcs[i]))
+			calls_count(b->sizes[i], b->driver, CL_NO_MATCH);
+	return err;
+}
+
+/* ---- allocations ------------------------------------------------------------- */
+
+void calls_alloc_begin(struct alloc_call *a)
+{
+	a->retries = 0;
+	stats_add(ST_ALLOC_CALLS, 1);
+}
+
+static void calls_alloc_clear(const struct alloc_call *a)
+{
+	if (a->clear_error)
+		a->clear_error();
+}
+
+int calls_alloc_again(struct alloc_call *a, int err)
+{
+	if (a->retries && err == 0) {
+		calls_alloc_clear(a);
+		return 0;
+	}
+	if (err != a->oom)
+		return 0;
+	if (!a->retries && (!calls_cfg->enabled || device_open() || (a->dev < 0 && device_current(&a->dev))))
+		return 0;
+	if (pool_reclaim(a->dev, a->need) <= 0)
+		return 0;
+	calls_alloc_clear(a);
+	stats_add(ST_POOL_OOM_RETRIES, 1);
+	a->retries++;
+	return 1;
+}
+
+/* ---- life cycle -------------------------------------------------------------- */
+
+/* The starting state and reason of the pool for the dump. */
+static void calls_initial_state(void)
+{
+	const struct config *c = calls_cfg;
+	const char *layout = c->has_layout ? c->layout.text : NULL;
+
+	/* "auto" stands for the layout until the content shows one. */
+	stats_reset(c->enabled, layout);
+	if (layout)
+		stats_set_text(STATS_LAYOUT_SOURCE, c->layout.is_auto ? "auto" : "env");
+	if (c->dry && !c->invalid)
+		stats_set_mode(STATS_MODE_DRY);
+	if (c->invalid) {
+		stats_set_state(POOL_OFF);
+		stats_set_text(STATS_REASON, "%s", c->problem);
+	} else if (c->off) {
+		stats_set_state(POOL_OFF);
+		stats_set_text(STATS_REASON, "VRAMPOOL=off: a counting pass-through");
+	} else if (c->dry) {
+		stats_set_state(POOL_OFF);
+		stats_set_text(STATS_REASON, "VRAMPOOL=dry: fingerprints only; the what-if curve says what "
+			       "a pool would have served");
+	} else if (!c->has_layout) {
+		stats_set_state(POOL_OFF);
+		stats_set_text(STATS_REASON, "no VRAMPOOL_LAYOUT set");
+	} else if (c->layout.is_auto) {
+		stats_set_state(POOL_DORMANT);
+		stats_set_text(STATS_REASON, "VRAMPOOL_LAYOUT=auto: looking for the row size");
+	} else {
+		stats_set_state(POOL_DORMANT);
+		stats_set_text(STATS_REASON, "the probe waits for VRAMPOOL_PROBE_AFTER matched copies");
+	}
+}
+
+void calls_setup(const struct config *c)
+{
+	calls_cfg = c;
+	calls_initial_state();
+	if (c->has_layout && c->layout.is_auto && !c->off && !c->invalid)
+		autolayout_setup(AUTOLAYOUT_POOL);
+	else if (!c->has_layout && !c->off && !c->invalid)
+		autolayout_setup(AUTOLAYOUT_SUGGEST);
+	else
+		atomic_store(&calls_auto_state, AUTOLAYOUT_NOTHING);
+	pool_setup(c);
+	fingerprint_init(c->threads);
+}
+
+void calls_atfork_child(void)
+{
+	const struct config *c = calls_cfg;
+
+	pool_atfork_child();
+	device_atfork_child();
+	fingerprint_atfork_child();
+	specpick_reset();
+	whatif_reset();
+	stats_reset(c->enabled, c->has_layout ? c->layout.text : NULL);
+	if (c->dry)
+		stats_set_mode(STATS_MODE_DRY);
+	if (atomic_load(&calls_auto_state) == AUTOLAYOUT_FOUND) {
+		stats_set_text(STATS_LAYOUT, "%s", calls_auto.text);
+		stats_set_text(STATS_LAYOUT_SOURCE, "auto");
+	} else if (c->has_layout) {
+		stats_set_text(STATS_LAYOUT_SOURCE, c->layout.is_auto ? "auto" : "env");
+	}
+}
