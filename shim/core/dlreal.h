@@ -2,7 +2,7 @@
  * dlreal: the dynamic linker's own dlsym and dlvsym, for the shim's own
  * look-ups, found without calling either.
  *
- * The shim exports dlsym and dlvsym (interpose.c) to hand its wrappers to
+ * The shim exports dlsym and dlvsym (intercept/dlsym.c) to hand its wrappers to
  * programs that reach CUDA through explicit library handles. Inside the
  * shim, a call to dlsym would then reach the shim's own export; so every
  * look-up the shim makes for itself (the real CUDA entry points, the

@@ -56,6 +56,10 @@ GATHER_FN void gather_bytes(unsigned char *d, const unsigned char *s, uint64_t f
 
 /*
  * Copies len bytes from s to d (no overlap) as thread t of stride threads.
+ * The three aligned branches below repeat one loop on purpose, once per
+ * word width (16, 8, 4 bytes): each needs its own vector type for the
+ * compiler to emit one wide load and store, which a shared helper taking
+ * the width as a value would not give.
  */
 GATHER_FN void gather_entry(unsigned char *d, const unsigned char *s, uint64_t len, uint64_t t,
 			    uint64_t stride)

@@ -54,7 +54,7 @@
 
 struct pool;
 
-/* One matched host-to-device copy, as the interposer hands it over. */
+/* One matched host-to-device copy, as calls_copy (pool/calls.h) hands it over. */
 struct pool_request {
 	dev_ptr dst;            /* device memory on the pool's device */
 	const void *src;        /* host memory, n bytes, read now */

@@ -21,7 +21,6 @@
 
 const struct config *pool_cfg;
 uint64_t pool_min_row = 1;
-static struct layout pool_layout;       /* the layout in use (the automatic one once found) */
 static pthread_mutex_t pool_table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pool *pool_table[POOL_MAX_DEVICES];
 
@@ -36,7 +35,6 @@ void pool_set_layout(const struct layout *l)
 	uint64_t m;
 
 	pthread_mutex_lock(&pool_table_lock);
-	pool_layout = *l;
 	m = layout_min_row(l);
 	pool_min_row = m ? m : 1;
 	pthread_mutex_unlock(&pool_table_lock);

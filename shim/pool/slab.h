@@ -1,6 +1,6 @@
 /*
  * slab: one device allocation of the pool and the bookkeeping of what it
- * holds, as plain host data (no device call here; pool.c makes them).
+ * holds, as plain host data (no device call here; plan.c makes them).
  *
  * A slab is byte-addressed: rows of any size are appended at its fill
  * offset, so rows of several specs share one budget. Rows of one priority

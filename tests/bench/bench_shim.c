@@ -7,7 +7,7 @@
  * A seeded dataset of N distinct rows of R bytes is uploaded E times, each
  * epoch reshuffled, in batches of B rows assembled into a ring of D
  * pageable staging buffers and copied into a ring of D device buffers with
- * pool_copy (the function the interposer hands every matched copy to; the
+ * pool_copy (the function pool/calls.c hands every matched copy to; the
  * program's own host-to-device copy is the driver's cuMemcpyHtoDAsync_v2 on
  * the chosen stream). Epoch 1 fills the pool (the budget holds the
  * dataset); epochs 2..E are all hits. The stats counters (time_ns.shim,

@@ -1,8 +1,8 @@
 /*
  * test_libs.c: CUnit suites of the vrampool command's libraries, linked
  * directly (no subcommand runs): text.c (escaping, byte counts), dump.c
- * (numbers it cannot represent, old and new dumps, the what-if curve,
- * telemetry files), loader.c (regular files only, #! lines, shells, pyenv
+ * with load.c (numbers it cannot represent, old and new dumps, the what-if
+ * curve), telemetry.c (telemetry files), loader.c (regular files only, #! lines, shells, pyenv
  * shims) and report.c's likely reasons. The ELF facts are tested end to
  * end on files built by tests/e2e/tool_inspect.sh.
  */

@@ -1,5 +1,6 @@
 /*
- * Unit tests of shim/stats: counters, the JSON dump (parsed back with
+ * Unit tests of core/stats (the counters) and report/json, report/summary,
+ * report/reason: counters, the JSON dump (parsed back with
  * jansson, every key checked with its type, null where unknown), the
  * reason a pool does not serve, the human summary (the why, what-if,
  * evidence, stood-down and suggestion lines), the text fields read while
