@@ -116,6 +116,10 @@ static void device_load(void)
 	*(void **)&drv.memset_d2d8_async = dlreal_sym(h, "cuMemsetD2D8Async");
 	*(void **)&drv.memcpy_dtoh_async = dlreal_sym(h, "cuMemcpyDtoHAsync_v2");
 	*(void **)&drv.get_error_name = dlreal_sym(h, "cuGetErrorName");
+	/* The cost ledger's link meter (issue 16): without it the link is not measured. */
+	*(void **)&drv.event_elapsed = dlreal_sym(h, "cuEventElapsedTime_v2");
+	if (!drv.event_elapsed)
+		*(void **)&drv.event_elapsed = dlreal_sym(h, "cuEventElapsedTime");
 	for (int i = 0; i < DEVICE_MAX; i++)
 		pthread_mutex_init(&device_bridges[i].lock, NULL);
 	if (err || drv.init(0) != CUDA_SUCCESS) {
@@ -509,6 +513,38 @@ void device_event_free(dev_event ev)
 {
 	if (ev)
 		drv.event_destroy((CUevent)ev);
+}
+
+/* ---- timed events, for the cost ledger's link meter (issue 16) ---- */
+
+int device_event_new_timed(dev_event *ev)
+{
+	CUevent e = NULL;
+	int err;
+
+	*ev = NULL;
+	if (!drv.event_elapsed)
+		return -ENOSYS;
+	err = device_own(drv.event_create(&e, CU_EVENT_DEFAULT));
+	*ev = e;
+	return err;
+}
+
+int device_event_elapsed_ns(dev_event a, dev_event b, uint64_t *ns)
+{
+	float ms = 0;
+	int err;
+
+	if (!drv.event_elapsed)
+		return -ENOSYS;
+	err = device_own(drv.event_query((CUevent)b));
+	if (err)
+		return err;
+	err = device_own(drv.event_elapsed(&ms, (CUevent)a, (CUevent)b));
+	if (err)
+		return err;
+	*ns = ms > 0 ? (uint64_t)((double)ms * 1e6) : 0;
+	return 0;
 }
 
 int device_stream_wait(dev_stream s, dev_event ev)

@@ -214,6 +214,17 @@ int device_event_record(dev_event ev, dev_stream s);
 int device_event_query(dev_event ev);
 void device_event_free(dev_event ev);
 
+/*
+ * Timed events, for the cost ledger's link meter (issue 16, pool/link.h).
+ * device_event_new_timed creates an event that keeps when the stream
+ * reached it (-ENOSYS when the driver cannot tell elapsed times).
+ * device_event_elapsed_ns never waits: it returns -EBUSY while b has not
+ * completed, else 0 and the nanoseconds between a's and b's completion
+ * (cuEventQuery, then cuEventElapsedTime), or -EIO (counted).
+ */
+int device_event_new_timed(dev_event *ev);
+int device_event_elapsed_ns(dev_event a, dev_event b, uint64_t *ns);
+
 /* Makes stream s wait for ev's most recent record. */
 int device_stream_wait(dev_stream s, dev_event ev);
 

@@ -82,6 +82,7 @@ struct device_driver {
 	__typeof__(cuMemsetD2D8Async) *memset_d2d8_async;
 	__typeof__(cuMemcpyDtoHAsync_v2) *memcpy_dtoh_async;
 	__typeof__(cuGetErrorName) *get_error_name;     /* may be NULL */
+	__typeof__(cuEventElapsedTime) *event_elapsed;  /* the ledger's link meter (issue 16); may be NULL */
 };
 
 extern struct device_driver drv __attribute__((visibility("hidden")));

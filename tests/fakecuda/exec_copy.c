@@ -131,12 +131,16 @@ void fc_sleep_ns(double ns)
  * after the link is free; the worker sleeps only when the link has fallen
  * more than LINK_SLACK_NS behind, so that nanosleep's coarse granularity
  * costs no throughput: the average rate is exact, single small copies are
- * not delayed one by one.
+ * not delayed one by one. The time the link finishes a copy is kept for
+ * the worker (fc_link_take_done), so that an event behind the copy
+ * completes at that time, as on a device, even when the worker went on
+ * without sleeping.
  */
 #define LINK_SLACK_NS 200000.0
 
 static pthread_mutex_t link_lock = PTHREAD_MUTEX_INITIALIZER;
 static double link_busy_until[2];
+static __thread double link_done_tls;
 
 static double link_now_ns(void)
 {
@@ -156,8 +160,18 @@ void fc_link_occupy(int link, double ns)
 	link_busy_until[link] += ns;
 	until = link_busy_until[link];
 	pthread_mutex_unlock(&link_lock);
+	if (until > link_done_tls)
+		link_done_tls = until;
 	if (until - now > LINK_SLACK_NS)
 		fc_sleep_ns(until - now - LINK_SLACK_NS / 2);
+}
+
+double fc_link_take_done(void)
+{
+	double done = link_done_tls;
+
+	link_done_tls = 0;
+	return done;
 }
 
 /* Performs a copy's rows, from STAGING (packed) when the source was

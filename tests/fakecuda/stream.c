@@ -133,6 +133,11 @@ static void event_done_locked(struct CUstream_st *s, struct fc_op *op)
 	}
 	if (e->rec_stream == s && e->rec_seq == op->seq) {
 		clock_gettime(CLOCK_MONOTONIC, &e->ts);
+		/* Not before the cost model's link finished the copies ahead of it. */
+		if (s->link_done_ns > (double)e->ts.tv_sec * 1e9 + (double)e->ts.tv_nsec) {
+			e->ts.tv_sec = (time_t)(s->link_done_ns / 1e9);
+			e->ts.tv_nsec = (long)(s->link_done_ns - (double)e->ts.tv_sec * 1e9);
+		}
 		e->ts_valid = 1;
 	}
 }
@@ -141,6 +146,7 @@ static void *stream_worker(void *arg)
 {
 	struct CUstream_st *s = arg;
 	struct fc_op *op;
+	double done;
 
 	pthread_mutex_lock(&fc.lock);
 	for (;;) {
@@ -153,7 +159,10 @@ static void *stream_worker(void *arg)
 		}
 		pthread_mutex_unlock(&fc.lock);
 		op_run(s, op);
+		done = fc_link_take_done();
 		pthread_mutex_lock(&fc.lock);
+		if (done > s->link_done_ns)
+			s->link_done_ns = done;
 		if (op->x.kind == OP_EVENT)
 			event_done_locked(s, op);
 		s->head = op->next;

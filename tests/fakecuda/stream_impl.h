@@ -84,6 +84,7 @@ struct CUstream_st {
 	unsigned long long capture_id;
 	struct CUgraph_st *graph;
 	unsigned long long id;   /* cudaStreamGetId */
+	double link_done_ns;     /* the cost model: when its link finishes the stream's last copy (event times) */
 };
 
 #define GRAPH_MAGIC 0x47524150u
@@ -151,6 +152,8 @@ int fc_memset_describe(struct fc_xfer *x, void *dst, size_t pitch, unsigned valu
 void fc_sleep_ns(double ns);
 /* Occupies LINK (0 host<->device, 1 device-to-device) for NS nanoseconds. */
 void fc_link_occupy(int link, double ns);
+/* When the link finishes the calling worker's last fc_link_occupy (0: none since the last call). */
+double fc_link_take_done(void);
 /* Performs a copy on the worker (from STAGING, packed, when not NULL). */
 void fc_exec_copy(const struct fc_xfer *x, const void *staging);
 /* Fills each of X's rows with its element value. */
