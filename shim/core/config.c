@@ -215,6 +215,58 @@ static int config_budget(struct config *c, const char *(*get)(const char *name))
 	return -EINVAL;
 }
 
+/*
+ * VRAMPOOL_LINK_GBPS: a decimal number of 10^9 bytes per second, from 0.01
+ * to 100000 (16, 12.5, 0.5), digits and at most one point only.
+ */
+static int config_link(struct config *c, const char *(*get)(const char *name))
+{
+	const char *v = config_get(get, "VRAMPOOL_LINK_GBPS"), *p;
+	double whole = 0, scale = 1;
+	int digits = 0, point = 0;
+
+	if (v == NULL)
+		return 0;
+	for (p = v; (*p >= '0' && *p <= '9') || (*p == '.' && !point); p++) {
+		if (*p == '.') {
+			point = 1;
+			continue;
+		}
+		if (++digits > 12)
+			break;
+		if (point)
+			scale /= 10;
+		whole = whole * 10 + (*p - '0');
+	}
+	whole *= scale;
+	if (*p != '\0' || digits == 0 || whole < 0.01 || whole > 100000) {
+		config_complain("VRAMPOOL_LINK_GBPS", v,
+				"is not a link speed (expected GB/s from 0.01 to 100000, e.g. 16 or 12.5)");
+		return -EINVAL;
+	}
+	c->link_gbps = whole;
+	return 0;
+}
+
+/* VRAMPOOL_LEDGER: on, off or force. */
+static int config_ledger(struct config *c, const char *(*get)(const char *name))
+{
+	const char *v = config_get(get, "VRAMPOOL_LEDGER");
+
+	if (v == NULL || strcmp(v, "on") == 0)
+		return 0;
+	if (strcmp(v, "off") == 0) {
+		c->ledger = LEDGER_OFF;
+		return 0;
+	}
+	if (strcmp(v, "force") == 0) {
+		c->ledger = LEDGER_FORCE;
+		return 0;
+	}
+	config_complain("VRAMPOOL_LEDGER", v, "is not a ledger mode (expected on, off or force)");
+	return -EINVAL;
+}
+
 /* A path variable (VRAMPOOL_STATS, VRAMPOOL_TELEMETRY): any path that fits out. */
 static int config_path(const char *(*get)(const char *name), const char *name, char *out, size_t len)
 {
@@ -304,6 +356,8 @@ int config_load_secure(struct config *c, const char *(*get)(const char *name),
 			  "is not an interval (expected seconds from 1 to 86400)", &c->telemetry_s) < 0;
 	bad += config_size(get, "VRAMPOOL_WHATIF_MEM", 16 * KIB, TIB,
 			   "is out of range (expected a size from 16K to 1T)", &c->whatif_mem) < 0;
+	bad += config_ledger(c, get) < 0;
+	bad += config_link(c, get) < 0;
 	bad += config_path(get_path, "VRAMPOOL_STATS", c->stats_path, sizeof(c->stats_path)) < 0;
 	bad += config_path(get_path, "VRAMPOOL_TELEMETRY", c->telemetry_path, sizeof(c->telemetry_path)) < 0;
 	config_rank(c, get);

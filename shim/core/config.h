@@ -20,6 +20,9 @@
 
 enum budget_kind { BUDGET_AUTO, BUDGET_BYTES, BUDGET_SHARE };
 
+/* VRAMPOOL_LEDGER (issue 16): the cost ledger decides, is left out, or always pools. */
+enum ledger_mode { LEDGER_ON, LEDGER_OFF, LEDGER_FORCE };
+
 struct config {
 	int enabled;            /* the pool may act: VRAMPOOL on (not off, 0 or dry) and every value valid */
 	int off;                /* VRAMPOOL=off or 0 asked for pass-through */
@@ -42,6 +45,9 @@ struct config {
 	int quiet;
 	uint64_t telemetry_s;   /* VRAMPOOL_TELEMETRY_S: the telemetry interval in seconds, default 10 */
 	uint64_t whatif_mem;    /* VRAMPOOL_WHATIF_MEM: the what-if table's memory cap, default 256M, 16K to 1T */
+	/* The cost ledger (issue 16, pool/ledger.h). */
+	enum ledger_mode ledger;        /* VRAMPOOL_LEDGER: on (default), off, force */
+	double link_gbps;       /* VRAMPOOL_LINK_GBPS: the stated host-to-device link, 1e9 bytes/s; 0: measure it */
 	/*
 	 * The process's rank in a distributed job: the first of RANK,
 	 * LOCAL_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID that is set

@@ -414,6 +414,33 @@ static void test_whatif_mem(void)
 	expect_bad(&c, "VRAMPOOL_WHATIF_MEM", "lots", "expected e.g. 64M");
 }
 
+static void test_ledger_vars(void)
+{
+	static const char *const bad_links[] = { "fast", "0", "0.001", "200000", "-4", "1e3", "16 ", "1.2.3", "16GB",
+						 "1234567890123" };
+	struct config c;
+
+	/* the defaults: the ledger on, the link measured */
+	expect_good(&c, "VRAMPOOL_LEDGER", "on");
+	CU_ASSERT_EQUAL(c.ledger, LEDGER_ON);
+	CU_ASSERT_EQUAL(c.link_gbps, 0);
+	expect_good(&c, "VRAMPOOL_LEDGER", "off");
+	CU_ASSERT_EQUAL(c.ledger, LEDGER_OFF);
+	expect_good(&c, "VRAMPOOL_LEDGER", "force");
+	CU_ASSERT_EQUAL(c.ledger, LEDGER_FORCE);
+	expect_bad(&c, "VRAMPOOL_LEDGER", "maybe", "expected on, off or force");
+	expect_good(&c, "VRAMPOOL_LINK_GBPS", "16");
+	CU_ASSERT_DOUBLE_EQUAL(c.link_gbps, 16, 1e-9);
+	expect_good(&c, "VRAMPOOL_LINK_GBPS", "12.5");
+	CU_ASSERT_DOUBLE_EQUAL(c.link_gbps, 12.5, 1e-9);
+	expect_good(&c, "VRAMPOOL_LINK_GBPS", ".5");
+	CU_ASSERT_DOUBLE_EQUAL(c.link_gbps, 0.5, 1e-9);
+	expect_good(&c, "VRAMPOOL_LINK_GBPS", "0.01");
+	expect_good(&c, "VRAMPOOL_LINK_GBPS", "100000");
+	for (size_t i = 0; i < sizeof(bad_links) / sizeof(bad_links[0]); i++)
+		expect_bad(&c, "VRAMPOOL_LINK_GBPS", bad_links[i], "expected GB/s from 0.01 to 100000");
+}
+
 /* The fake environment with rank variables only. */
 static void rank_env(const char *const *pairs)
 {
@@ -552,6 +579,8 @@ static const CU_TestInfo tests[] = {
 	{ "VRAMPOOL=off with a layout is pass-through without complaint", test_off_with_layout },
 	{ "a value with a newline cannot forge a second line", test_value_is_one_line },
 	{ "sizes take binary suffixes and refuse junk and overflow", test_parse_size },
+	{ "VRAMPOOL_LEDGER takes on, off and force; VRAMPOOL_LINK_GBPS a speed from 0.01 to 100000 GB/s",
+	  test_ledger_vars },
 	{ "%p in the stats path becomes the pid, %r the rank, %h the host",
 	  test_stats_path_expansion },
 	{ "VRAMPOOL_WHATIF_MEM takes a size from 16K to 1T", test_whatif_mem },
