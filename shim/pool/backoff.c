@@ -87,3 +87,36 @@ enum backoff_verdict backoff_sample(struct backoff *b, uint32_t rows, uint32_t h
 	}
 	return BACKOFF_STAY;
 }
+
+struct backoff *backoff_kind(struct backoff_kinds *t, int spec, uint64_t rows)
+{
+	struct backoff_kind *k, *victim = NULL;
+
+	if (!rows)
+		rows = 1;
+	t->clock++;
+	for (int i = 0; i < BACKOFF_KINDS; i++) {
+		k = &t->k[i];
+		if (k->rows == rows && k->spec == spec) {
+			k->used = t->clock;
+			return &k->b;
+		}
+		/* A free slot first, then the least recently used, a stood-down one last. */
+		if (!victim || (victim->rows && (!k->rows || k->b.down < victim->b.down ||
+						 (k->b.down == victim->b.down && k->used < victim->used))))
+			victim = k;
+	}
+	memset(victim, 0, sizeof(*victim));
+	victim->spec = spec;
+	victim->rows = rows;
+	victim->used = t->clock;
+	return &victim->b;
+}
+
+int backoff_any_down(const struct backoff_kinds *t)
+{
+	for (int i = 0; i < BACKOFF_KINDS; i++)
+		if (t->k[i].rows && t->k[i].b.down)
+			return 1;
+	return 0;
+}

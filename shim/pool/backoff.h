@@ -28,7 +28,17 @@
  *
  * The cost while stood down: two rows fingerprinted per copy at most.
  *
- * Pure state machine: the pool holds one per device, under its lock.
+ * One state per copy kind (issue 16): a kind is a spec and the rows per
+ * copy (a copy size, for a fixed row size; whole:MIN copies, one row each
+ * whatever their size, are one kind), so a job whose copies alternate
+ * (data and labels, rows and masks, full and partial batches) has each
+ * stream of copies judged, stood down and sampled on its own; one state
+ * for all would sample one copy in BACKOFF_SAMPLE_EVERY of the mix, which
+ * can be always the same kind. The pool keeps BACKOFF_KINDS of them
+ * (struct backoff_kinds); a new kind takes a free slot, else the one used
+ * least recently, a stood-down one only when every slot stands down.
+ *
+ * Pure state machine: the pool holds one table per device, under its lock.
  */
 #ifndef VRAMPOOL_BACKOFF_H
 #define VRAMPOOL_BACKOFF_H
@@ -42,6 +52,7 @@
 #define BACKOFF_SAMPLE_ROWS 16          /* rows fingerprinted in a sampled copy, at most */
 #define BACKOFF_RESUME_ROWS 32          /* sampled rows judged before resuming */
 #define BACKOFF_STALE_REPEATS 4         /* sampled rows seen again, never hit, before a refresh */
+#define BACKOFF_KINDS 32                /* copy kinds (spec, rows per copy) judged apart */
 
 struct backoff {
 	int down;                       /* pooling stood down */
@@ -83,5 +94,25 @@ int backoff_full(struct backoff *b, int can_admit, uint64_t bytes, uint64_t hit_
  * REFRESH pooling is back.
  */
 enum backoff_verdict backoff_sample(struct backoff *b, uint32_t rows, uint32_t hits, uint32_t repeats);
+
+/* The states of the copy kinds of one pool. */
+struct backoff_kinds {
+	struct backoff_kind {
+		int spec;               /* ledger.h's slot of the spec */
+		uint64_t rows;          /* rows per copy; 0: the slot is free */
+		uint64_t used;          /* the table's clock at its last copy */
+		struct backoff b;
+	} k[BACKOFF_KINDS];
+	uint64_t clock;
+};
+
+/*
+ * The state of copies of rows rows (at least 1) of spec slot spec, made (a
+ * fresh state) in a slot as above when the kind is new. Never NULL.
+ */
+struct backoff *backoff_kind(struct backoff_kinds *t, int spec, uint64_t rows);
+
+/* Whether any kind stands down now. */
+int backoff_any_down(const struct backoff_kinds *t);
 
 #endif

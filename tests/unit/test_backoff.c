@@ -119,7 +119,68 @@ static void test_admit_again_resumes(void)
 	CU_ASSERT_FALSE(b.down);
 }
 
+/*
+ * One copy of a job that alternates two kinds (data rows of spec 0, labels
+ * of spec 1) through the pool's table: routed, then judged as the pool
+ * would. Rows of kind A are in the pool (a sample finds them all); labels
+ * never are. Returns the route.
+ */
+static enum backoff_route t_alternate(struct backoff_kinds *t, int i)
+{
+	int a = i % 2 == 0;
+	struct backoff *b = a ? backoff_kind(t, 0, 65536) : backoff_kind(t, 1, 512);
+	enum backoff_route r = backoff_route(b, 0);
+
+	if (r == BACKOFF_FULL)
+		backoff_full(b, 0, a ? 65536 : 512, 0);
+	else if (r == BACKOFF_SAMPLE)
+		backoff_sample(b, BACKOFF_SAMPLE_ROWS, a ? BACKOFF_SAMPLE_ROWS : 0, 0);
+	return r;
+}
+
+static void test_alternating_kinds_resume(void)
+{
+	static struct backoff_kinds t;
+	int i;
+
+	memset(&t, 0, sizeof(t));
+	/* the pool is full of other rows: both kinds stand down */
+	for (i = 0; i < 2 * BACKOFF_WINDOW; i++)
+		t_alternate(&t, i);
+	CU_ASSERT_TRUE_FATAL(backoff_kind(&t, 0, 65536)->down);
+	CU_ASSERT_TRUE_FATAL(backoff_kind(&t, 1, 512)->down);
+	/* the data rows come back: their own samples see it; the labels stay down */
+	for (; i < 2 * BACKOFF_WINDOW + 100 * BACKOFF_SAMPLE_EVERY && backoff_kind(&t, 0, 65536)->down; i++)
+		t_alternate(&t, i);
+	CU_ASSERT_FALSE(backoff_kind(&t, 0, 65536)->down);
+	CU_ASSERT_TRUE(backoff_kind(&t, 1, 512)->down);
+	CU_ASSERT_TRUE(backoff_any_down(&t));
+}
+
+static void test_kinds_bounded(void)
+{
+	static struct backoff_kinds t;
+	struct backoff *down;
+
+	memset(&t, 0, sizeof(t));
+	down = backoff_kind(&t, 0, 1);
+	t_full(down, 0, BACKOFF_WINDOW, 0);
+	CU_ASSERT_TRUE_FATAL(down->down);
+	/* many more kinds than slots: the stood-down kind keeps its state, others take turns */
+	for (uint64_t size = 2; size < 10 * BACKOFF_KINDS; size++)
+		backoff_kind(&t, 0, size)->win_copies = 1;
+	CU_ASSERT_TRUE(backoff_kind(&t, 0, 1)->down);
+	/* a kind seen again gets its own state back */
+	CU_ASSERT_EQUAL(backoff_kind(&t, 0, 10 * BACKOFF_KINDS - 1)->win_copies, 1);
+	/* a new kind starts fresh */
+	CU_ASSERT_EQUAL(backoff_kind(&t, 7, 1)->win_copies, 0);
+	CU_ASSERT_FALSE(backoff_kind(&t, 7, 1)->down);
+}
+
 static const CU_TestInfo tests[] = {
+	{ "copies alternating two kinds are each sampled, and the kind whose rows repeat resumes",
+	  test_alternating_kinds_resume },
+	{ "the kinds are bounded, a stood-down kind is kept, a new one starts fresh", test_kinds_bounded },
 	{ "a full pool whose rows never hit stands down after one window", test_stands_down },
 	{ "a full pool that serves 2% of bytes keeps pooling", test_hits_keep_pooling },
 	{ "a few copies of big rows that never hit are judged by their bytes", test_big_rows_judged_by_bytes },
