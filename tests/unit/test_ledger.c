@@ -1,0 +1,471 @@
+/*
+ * Unit tests of the cost ledger (pool/ledger.h) on a fake clock: the prior
+ * from the first copies, the window (clear cases at once, close ones over
+ * a whole window, big rows by time), the share of hits with a full pool,
+ * standing aside and coming back on a sample, the evidence doubling after
+ * a flip, the force mode, the board and the reason in numbers. Pure: no
+ * device.
+ */
+#include <CUnit/Basic.h>
+#include <string.h>
+
+#include "cunit_main.h"
+#include "pool/ledger.h"
+
+static uint64_t t_wall, t_cpu;
+
+static uint64_t t_fake_wall(void)
+{
+	return t_wall;
+}
+
+static uint64_t t_fake_cpu(void)
+{
+	return t_cpu;
+}
+
+static struct ledger t_l;
+static struct ledger_tally t_t;
+
+static const struct ledger_link t_none = { 0, LEDGER_LINK_NONE };
+
+static struct ledger_link t_link(double gbps, enum ledger_source src)
+{
+	return (struct ledger_link){ gbps, src };
+}
+
+/* A fresh ledger and tally, the fake clock at 1 s. */
+static void t_fresh(void)
+{
+	ledger_init(&t_l);
+	memset(&t_t, 0, sizeof(t_t));
+	ledger_set_clock(t_fake_wall, t_fake_cpu);
+	t_wall = t_cpu = 1000000000ULL;
+}
+
+/*
+ * Feeds one copy of rows rows of row bytes that cost ns_per_row of host
+ * time each, hits of them served, the clock advanced by the host time.
+ */
+static enum ledger_event t_copy(uint64_t rows, uint64_t row, double ns_per_row, uint64_t hits, int can_admit,
+				const struct ledger_link *link, enum ledger_mode mode)
+{
+	struct ledger_copy c = {
+		.rows = rows, .row = row, .cpu_ns = (uint64_t)(ns_per_row * (double)rows),
+		.wall_ns = 2 * (uint64_t)(ns_per_row * (double)rows), .hit_rows = hits, .can_admit = can_admit,
+	};
+
+	t_wall += c.wall_ns;
+	return ledger_pooled(&t_l, &t_t, &c, link, mode);
+}
+
+/* Feeds copies until the ledger says something; returns the copies fed (limit + 1: nothing said). */
+static int t_until(int limit, uint64_t rows, uint64_t row, double ns, uint64_t hits, int can_admit,
+		   const struct ledger_link *link, enum ledger_event *ev)
+{
+	for (int i = 1; i <= limit; i++) {
+		*ev = t_copy(rows, row, ns, hits, can_admit, link, LEDGER_ON);
+		if (*ev != LEDGER_EV_NONE)
+			return i;
+	}
+	return limit + 1;
+}
+
+static void test_prior_small_rows(void)
+{
+	struct ledger_view v;
+	char why[256];
+
+	t_fresh();
+	/* 64 B rows at 150 ns each: a 2 GB/s link sends one in 32 ns */
+	CU_ASSERT_EQUAL(t_copy(256, 64, 900, 0, 1, &t_none, LEDGER_ON), LEDGER_EV_NONE);
+	CU_ASSERT_EQUAL(t_copy(256, 64, 1, 0, 1, &t_none, LEDGER_ON), LEDGER_EV_NONE);
+	CU_ASSERT_EQUAL(t_copy(256, 64, 150, 0, 1, &t_none, LEDGER_ON), LEDGER_EV_ASIDE);
+	CU_ASSERT_EQUAL(t_l.state, LEDGER_ASIDE);
+	CU_ASSERT_EQUAL(t_l.last.basis, LEDGER_BASIS_PRIOR);
+	CU_ASSERT_EQUAL(t_l.last.link.source, LEDGER_LINK_ASSUMED);
+	/* the median of the first copies: neither a cold first copy nor one odd reading decides */
+	CU_ASSERT_DOUBLE_EQUAL(t_l.last.host_ns, 150.0, 0.01);
+	CU_ASSERT_DOUBLE_EQUAL(t_l.last.link_ns, 32.0, 0.01);
+	CU_ASSERT_TRUE(ledger_view(&t_t, &v));
+	CU_ASSERT_TRUE(v.aside);
+	CU_ASSERT_EQUAL(v.stand_asides, 1);
+	CU_ASSERT_EQUAL(v.copies, 3);
+	CU_ASSERT_EQUAL(v.rows, 768);
+	CU_ASSERT_STRING_EQUAL(ledger_reason(&v, why, sizeof(why)),
+			       "64 B rows stood aside from their first copies: 150 ns of host time per row to "
+			       "save 32 ns of link time at 2 GB/s (assumed)");
+}
+
+static void test_prior_stated_link(void)
+{
+	struct ledger_link slow = t_link(0.5, LEDGER_LINK_STATED), fast = t_link(16, LEDGER_LINK_STATED);
+	enum ledger_event ev;
+
+	/* over a stated 0.5 GB/s link a 64 B row takes 128 ns: 100 ns of host time pays */
+	t_fresh();
+	CU_ASSERT_EQUAL(t_until(LEDGER_WINDOW * 4, 256, 64, 100, 0, 1, &slow, &ev), LEDGER_WINDOW * 4 + 1);
+	CU_ASSERT_EQUAL(t_l.state, LEDGER_POOLING);
+	/* at a stated 16 GB/s, 3 KiB rows at 250 ns each stand aside from the prior */
+	t_fresh();
+	CU_ASSERT_EQUAL(t_until(10, 256, 3072, 250, 0, 1, &fast, &ev), LEDGER_PRIOR_COPIES);
+	CU_ASSERT_EQUAL(ev, LEDGER_EV_ASIDE);
+	CU_ASSERT_EQUAL(t_l.last.basis, LEDGER_BASIS_PRIOR);
+	CU_ASSERT_EQUAL(t_l.last.link.source, LEDGER_LINK_STATED);
+}
+
+static void test_paying_rows_keep_pooling(void)
+{
+	struct ledger_link link = t_link(4, LEDGER_LINK_MEASURED);
+	enum ledger_event ev;
+
+	/* 147 KiB rows at 4 GB/s: 37.6 us on the link, 15 us to hash */
+	t_fresh();
+	CU_ASSERT_EQUAL(t_until(500, 64, 150528, 15000, 0, 1, &link, &ev), 501);
+	CU_ASSERT_EQUAL(t_l.state, LEDGER_POOLING);
+	CU_ASSERT_EQUAL(t_l.last.basis, LEDGER_BASIS_WINDOW);
+	CU_ASSERT_FALSE(t_l.last.aside);
+	CU_ASSERT_EQUAL(atomic_load(&t_t.stand_asides), 0);
+}
+
+static void test_clear_fast_close_window(void)
+{
+	struct ledger_link link = t_link(16, LEDGER_LINK_MEASURED);
+	enum ledger_event ev;
+
+	/* 3 KiB rows at 16 GB/s save 192 ns each. 500 ns is clear: aside after the fast copies. */
+	t_fresh();
+	CU_ASSERT_EQUAL(t_until(200, 256, 3072, 500, 0, 1, &link, &ev),
+			LEDGER_PRIOR_COPIES + LEDGER_FAST_COPIES);
+	CU_ASSERT_EQUAL(ev, LEDGER_EV_ASIDE);
+	CU_ASSERT_EQUAL(t_l.last.basis, LEDGER_BASIS_WINDOW);
+	/* 220 ns is close: judged over the whole window */
+	t_fresh();
+	CU_ASSERT_EQUAL(t_until(200, 256, 3072, 220, 0, 1, &link, &ev), LEDGER_PRIOR_COPIES + LEDGER_WINDOW);
+	CU_ASSERT_EQUAL(ev, LEDGER_EV_ASIDE);
+	/* 180 ns pays, window after window */
+	t_fresh();
+	CU_ASSERT_EQUAL(t_until(10 * LEDGER_WINDOW, 256, 3072, 180, 0, 1, &link, &ev), 10 * LEDGER_WINDOW + 1);
+}
+
+static void test_big_rows_judged_by_time(void)
+{
+	struct ledger_link link = t_link(32, LEDGER_LINK_MEASURED);
+	enum ledger_event ev;
+	int n;
+
+	/* 64 MiB rows at 32 GB/s: 2.1 ms on the link; 3 ms of hashing is close, and few come */
+	t_fresh();
+	n = t_until(LEDGER_WINDOW, 1, 64ULL << 20, 3.0e6, 0, 1, &link, &ev);
+	CU_ASSERT_EQUAL(ev, LEDGER_EV_ASIDE);
+	/* a window of 256 MiB closes after 4 rows of 64 MiB */
+	CU_ASSERT_EQUAL(n, LEDGER_PRIOR_COPIES + LEDGER_FAST_COPIES);
+	/* 8 MiB rows: the bytes take 32 copies, the fake clock says 1 s after 4 */
+	t_fresh();
+	for (n = 0; n < LEDGER_PRIOR_COPIES; n++)
+		t_copy(1, 8ULL << 20, 300000, 0, 1, &link, LEDGER_ON);
+	for (n = 1; n <= LEDGER_WINDOW; n++) {
+		ev = t_copy(1, 8ULL << 20, 300000, 0, 1, &link, LEDGER_ON);
+		t_wall += 300000000ULL;         /* the program's own work between copies */
+		if (ev != LEDGER_EV_NONE)
+			break;
+	}
+	CU_ASSERT_EQUAL(ev, LEDGER_EV_ASIDE);
+	CU_ASSERT_EQUAL(n, 5);
+}
+
+static void test_no_link_no_window(void)
+{
+	enum ledger_event ev;
+
+	/* 3 KiB rows pass the prior; without a stated or measured link no window decides */
+	t_fresh();
+	CU_ASSERT_EQUAL(t_until(10 * LEDGER_WINDOW, 256, 3072, 600, 0, 1, &t_none, &ev), 10 * LEDGER_WINDOW + 1);
+	CU_ASSERT_EQUAL(t_l.state, LEDGER_POOLING);
+}
+
+static void test_full_pool_weighs_hits(void)
+{
+	struct ledger_link link = t_link(4, LEDGER_LINK_MEASURED);
+	struct ledger_view v;
+	enum ledger_event ev;
+	char why[256];
+
+	/* 3 KiB rows at 4 GB/s (768 ns), 300 ns of host time: pays while the pool admits */
+	t_fresh();
+	CU_ASSERT_EQUAL(t_until(3 * LEDGER_WINDOW, 100, 3072, 300, 0, 1, &link, &ev), 3 * LEDGER_WINDOW + 1);
+	/* full, 19% of rows hit: 146 ns saved per row for 300 spent */
+	CU_ASSERT(t_until(3 * LEDGER_WINDOW, 100, 3072, 300, 19, 0, &link, &ev) <= LEDGER_WINDOW);
+	CU_ASSERT_EQUAL(ev, LEDGER_EV_ASIDE);
+	CU_ASSERT_DOUBLE_EQUAL(t_l.last.hit_share, 0.19, 0.001);
+	ledger_view(&t_t, &v);
+	CU_ASSERT_PTR_NOT_NULL(strstr(ledger_reason(&v, why, sizeof(why)), "; 19% of rows hit)"));
+	/* full, 60% hit: 460 ns saved per row, it pays */
+	t_fresh();
+	CU_ASSERT_EQUAL(t_until(3 * LEDGER_WINDOW, 100, 3072, 300, 60, 0, &link, &ev), 3 * LEDGER_WINDOW + 1);
+	/* full and (nearly) nothing hits: the back-off's to judge, not the ledger's */
+	t_fresh();
+	CU_ASSERT_EQUAL(t_until(3 * LEDGER_WINDOW, 100, 3072, 300, 0, 0, &link, &ev), 3 * LEDGER_WINDOW + 1);
+}
+
+/* Feeds sampled copies while aside; returns the count fed until a resume (limit + 1: none). */
+static int t_samples(int limit, uint64_t rows, uint64_t row, uint64_t hits, int can_admit,
+		     const struct ledger_link *link)
+{
+	for (int i = 1; i <= limit; i++)
+		if (ledger_aside(&t_l, &t_t, rows * row, row, 1, rows, hits, can_admit, link) == LEDGER_EV_RESUME)
+			return i;
+	return limit + 1;
+}
+
+static void test_aside_resumes_on_sample(void)
+{
+	struct ledger_link slow = t_link(0.25, LEDGER_LINK_MEASURED), fast = t_link(16, LEDGER_LINK_MEASURED);
+	struct ledger_view v;
+	enum ledger_event ev;
+
+	t_fresh();
+	t_until(LEDGER_PRIOR_COPIES, 256, 64, 150, 0, 1, &t_none, &ev);
+	CU_ASSERT_EQUAL_FATAL(ev, LEDGER_EV_ASIDE);
+	/* copies passed straight through and not sampled judge nothing */
+	for (int i = 0; i < 100; i++)
+		CU_ASSERT_EQUAL(ledger_aside(&t_l, &t_t, 256 * 64, 64, 0, 0, 0, 1, &slow), LEDGER_EV_NONE);
+	/* samples at 16 GB/s: 4 ns saved per row, it stays aside */
+	CU_ASSERT_EQUAL(t_samples(100, 16, 64, 0, 1, &fast), 101);
+	CU_ASSERT_EQUAL(t_l.last.basis, LEDGER_BASIS_SAMPLE);
+	CU_ASSERT_TRUE(t_l.last.aside);
+	/* the link turns out slow (0.25 GB/s: 256 ns a row): it comes back after a sample's evidence */
+	CU_ASSERT_EQUAL(t_samples(100, 16, 64, 0, 1, &slow), LEDGER_RESUME_COPIES);
+	CU_ASSERT_EQUAL(t_l.state, LEDGER_POOLING);
+	ledger_view(&t_t, &v);
+	CU_ASSERT_FALSE(v.aside);
+	CU_ASSERT_EQUAL(v.resumes, 1);
+	CU_ASSERT_EQUAL(v.aside_copies, 100 + 100 + LEDGER_RESUME_COPIES);
+	CU_ASSERT_EQUAL(v.sampled, 100 + LEDGER_RESUME_COPIES);
+	/* pooled it costs more than measured before: aside again, and the next resume needs twice the evidence */
+	t_until(LEDGER_WINDOW, 256, 64, 1000, 0, 1, &slow, &ev);
+	CU_ASSERT_EQUAL_FATAL(ev, LEDGER_EV_ASIDE);
+	CU_ASSERT_EQUAL(t_l.flips, 1);
+	CU_ASSERT_EQUAL(t_samples(96, 16, 64, 0, 1, &slow), 97);       /* whole judgements of 8 copies */
+	ledger_view(&t_t, &v);
+	CU_ASSERT_EQUAL(v.stand_asides, 2);
+	/* a link slow enough pays for the 1000 ns it cost, after twice the evidence */
+	slow.gbps = 0.01;
+	CU_ASSERT_EQUAL(t_samples(100, 16, 64, 0, 1, &slow), 2 * LEDGER_RESUME_COPIES);
+}
+
+static void test_aside_full_pool_sample_hits(void)
+{
+	struct ledger_link link = t_link(4, LEDGER_LINK_MEASURED);
+	enum ledger_event ev;
+
+	/* full pool, 19% hits: aside; then the sampled rows hit 80%: 614 ns saved per row for 300 */
+	t_fresh();
+	t_until(3 * LEDGER_WINDOW, 100, 3072, 300, 19, 0, &link, &ev);
+	CU_ASSERT_EQUAL_FATAL(ev, LEDGER_EV_ASIDE);
+	CU_ASSERT_EQUAL(t_samples(100, 16, 3072, 3, 0, &link), 101);
+	CU_ASSERT_EQUAL(t_samples(100, 16, 3072, 13, 0, &link), LEDGER_RESUME_ROWS / 16);
+	CU_ASSERT_EQUAL(t_l.state, LEDGER_POOLING);
+}
+
+/*
+ * Feeds one copy of 3 KiB rows at 4 GB/s (768 ns of link time a row) that
+ * captures captured of its 100 rows and serves hits, at 1200 ns of host
+ * time a row of which hash_ns is hashing.
+ */
+static enum ledger_event t_capturing(uint64_t captured, uint64_t hits, double hash_ns)
+{
+	struct ledger_link link = t_link(4, LEDGER_LINK_MEASURED);
+	struct ledger_copy c = {
+		.rows = 100, .row = 3072, .cpu_ns = 120000, .wall_ns = 120000, .hash_ns = (uint64_t)(hash_ns * 100),
+		.hit_rows = hits, .captured_rows = captured, .can_admit = 1,
+	};
+
+	return ledger_pooled(&t_l, &t_t, &c, &link, LEDGER_ON);
+}
+
+static void test_captures_weigh_the_hash(void)
+{
+	struct ledger_view v;
+	char why[256];
+	int i;
+
+	/* Epoch 1: every row a capture at 1200 ns, 250 of them hashing: the captures are paid back later. */
+	t_fresh();
+	for (i = 0; i < 10 * LEDGER_WINDOW; i++)
+		CU_ASSERT_EQUAL(t_capturing(100, 0, 250), LEDGER_EV_NONE);
+	CU_ASSERT_EQUAL(t_l.state, LEDGER_POOLING);
+	CU_ASSERT_TRUE(t_l.last.hashing);
+	CU_ASSERT_DOUBLE_EQUAL(t_l.last.host_ns, 250, 0.01);
+	ledger_view(&t_t, &v);
+	CU_ASSERT_STRING_EQUAL(ledger_reason(&v, why, sizeof(why)),
+			       "3.0 KiB rows pool: 250 ns of hashing per row saves 768 ns of link time at 4 GB/s "
+			       "(measured)");
+	/* rows that cost more to hash than to send stand aside even while capturing */
+	t_fresh();
+	for (i = 0; i < 2 * LEDGER_WINDOW && t_capturing(100, 0, 1000) == LEDGER_EV_NONE; i++)
+		;
+	CU_ASSERT_EQUAL(t_l.state, LEDGER_ASIDE);
+	CU_ASSERT_TRUE(t_l.last.hashing);
+	/* once rows come back the whole host time is weighed: 1200 ns does not pay for 768 */
+	t_fresh();
+	for (i = 0; i < 2 * LEDGER_WINDOW && t_capturing(10, 90, 250) == LEDGER_EV_NONE; i++)
+		;
+	CU_ASSERT_EQUAL(t_l.state, LEDGER_ASIDE);
+	CU_ASSERT_FALSE(t_l.last.hashing);
+	CU_ASSERT_DOUBLE_EQUAL(t_l.last.host_ns, 1200, 0.01);
+}
+
+static void test_retire_and_flips_per_ledger(void)
+{
+	struct ledger_link slow = t_link(0.1, LEDGER_LINK_MEASURED);
+	struct ledger other;
+	enum ledger_event ev;
+
+	/* a spec that stood aside in a pool whose device was reset stands aside no more */
+	t_fresh();
+	t_until(LEDGER_PRIOR_COPIES, 256, 64, 150, 0, 1, &t_none, &ev);
+	CU_ASSERT_EQUAL_FATAL(ev, LEDGER_EV_ASIDE);
+	CU_ASSERT_EQUAL(atomic_load(&t_t.aside), 1);
+	ledger_retire(&t_l, &t_t);
+	CU_ASSERT_EQUAL(atomic_load(&t_t.aside), 0);
+	CU_ASSERT_EQUAL(t_l.state, LEDGER_POOLING);
+	CU_ASSERT_EQUAL(t_l.prior_copies, 0);
+	/* a resume in one pool does not make another pool's first stand-aside a flip */
+	t_fresh();
+	ledger_init(&other);
+	t_until(LEDGER_PRIOR_COPIES, 256, 64, 150, 0, 1, &t_none, &ev);
+	CU_ASSERT_EQUAL(t_samples(100, 16, 64, 0, 1, &slow), LEDGER_RESUME_COPIES);
+	CU_ASSERT_EQUAL(atomic_load(&t_t.resumes), 1);
+	for (int i = 0; i < LEDGER_PRIOR_COPIES; i++) {
+		struct ledger_copy c = { .rows = 256, .row = 64, .cpu_ns = 256 * 150, .can_admit = 1 };
+
+		ev = ledger_pooled(&other, &t_t, &c, &t_none, LEDGER_ON);
+	}
+	CU_ASSERT_EQUAL(ev, LEDGER_EV_ASIDE);
+	CU_ASSERT_EQUAL(other.flips, 0);
+}
+
+static void test_sample_keeps_verdict_without_news(void)
+{
+	struct ledger_view v;
+	enum ledger_event ev;
+
+	/* aside from the first copies against the assumed link; samples without a link say nothing new */
+	t_fresh();
+	t_until(LEDGER_PRIOR_COPIES, 256, 64, 150, 0, 1, &t_none, &ev);
+	CU_ASSERT_EQUAL_FATAL(ev, LEDGER_EV_ASIDE);
+	CU_ASSERT_EQUAL(t_samples(10 * LEDGER_RESUME_COPIES, 16, 64, 0, 1, &t_none), 10 * LEDGER_RESUME_COPIES + 1);
+	ledger_view(&t_t, &v);
+	CU_ASSERT_EQUAL(v.v.basis, LEDGER_BASIS_PRIOR);
+	CU_ASSERT_EQUAL(v.v.link.source, LEDGER_LINK_ASSUMED);
+}
+
+static void test_force_keeps_verdict(void)
+{
+	struct ledger_view v;
+
+	t_fresh();
+	for (int i = 0; i < 100; i++)
+		CU_ASSERT_EQUAL(t_copy(256, 64, 150, 0, 1, &t_none, LEDGER_FORCE), LEDGER_EV_NONE);
+	CU_ASSERT_EQUAL(t_l.state, LEDGER_POOLING);
+	CU_ASSERT_TRUE(t_l.last.aside);         /* what it would have done */
+	ledger_view(&t_t, &v);
+	CU_ASSERT_FALSE(v.aside);
+	CU_ASSERT_TRUE(v.v.aside);
+	CU_ASSERT_EQUAL(v.stand_asides, 0);
+}
+
+static void test_board_skip(void)
+{
+	int passed = 0, skipped = 0;
+
+	ledger_board_reset();
+	/* pooling: every copy reaches its pool */
+	for (int i = 0; i < 100; i++)
+		CU_ASSERT_EQUAL(ledger_skip(3), 0);
+	atomic_store(&ledger_board[3].aside, 1);
+	for (int i = 0; i < 16 * LEDGER_SAMPLE_EVERY; i++) {
+		if (ledger_skip(3))
+			skipped++;
+		else
+			passed++;
+	}
+	CU_ASSERT_EQUAL(passed, 16);
+	CU_ASSERT_EQUAL(skipped, 15 * 16);
+	CU_ASSERT_EQUAL(ledger_skip(-1), 0);
+	CU_ASSERT_EQUAL(ledger_slot(-1), LEDGER_WHOLE);
+	CU_ASSERT_EQUAL(ledger_slot(LAYOUT_MAX_SPECS), -1);
+	ledger_board_reset();
+	CU_ASSERT_EQUAL(ledger_skip(3), 0);
+}
+
+static void test_fake_clock(void)
+{
+	struct ledger_stamp s;
+	uint64_t wall, cpu;
+
+	t_fresh();
+	ledger_stamp(&s);
+	ledger_stamp_cpu(&s);
+	t_wall += 1500;
+	t_cpu += 700;
+	ledger_elapsed(&s, &wall, &cpu);
+	CU_ASSERT_EQUAL(wall, 1500);
+	CU_ASSERT_EQUAL(cpu, 700);
+	/* without a CPU reading (no system call), the CPU time is the wall time */
+	ledger_stamp(&s);
+	t_wall += 900;
+	t_cpu += 100;
+	ledger_elapsed(&s, &wall, &cpu);
+	CU_ASSERT_EQUAL(wall, 900);
+	CU_ASSERT_EQUAL(cpu, 900);
+	ledger_set_clock(NULL, NULL);
+	ledger_stamp(&s);
+	ledger_elapsed(&s, &wall, &cpu);
+	CU_ASSERT(wall < 1000000000ULL);
+}
+
+static int t_clean(void)
+{
+	ledger_set_clock(NULL, NULL);
+	ledger_board_reset();
+	return 0;
+}
+
+static const CU_TestInfo tests[] = {
+	{ "64 B rows that cost more than a slow link sends them stand aside from their first copies",
+	  test_prior_small_rows },
+	{ "the first copies are weighed against the stated link when there is one", test_prior_stated_link },
+	{ "147 KiB rows at 4 GB/s keep pooling, window after window", test_paying_rows_keep_pooling },
+	{ "a clear case stands aside after a few copies, a close one after a whole window",
+	  test_clear_fast_close_window },
+	{ "big rows that come few are judged by bytes or by time", test_big_rows_judged_by_time },
+	{ "without a stated or measured link the window decides nothing", test_no_link_no_window },
+	{ "with a full pool only the hits save, and rows that never hit are the back-off's",
+	  test_full_pool_weighs_hits },
+	{ "a spec standing aside comes back when its sample pays, and a flip doubles the evidence",
+	  test_aside_resumes_on_sample },
+	{ "with a full pool the sample's hits bring it back", test_aside_full_pool_sample_hits },
+	{ "while the pool captures, a window weighs the hash; once rows come back, the whole host time",
+	  test_captures_weigh_the_hash },
+	{ "a retired pool's ledger stands aside no more, and flips are counted per ledger",
+	  test_retire_and_flips_per_ledger },
+	{ "samples without a newer link keep the verdict of the first copies", test_sample_keeps_verdict_without_news },
+	{ "VRAMPOOL_LEDGER=force keeps the verdict and pools", test_force_keeps_verdict },
+	{ "the calls layer lets one copy in LEDGER_SAMPLE_EVERY of a spec standing aside through",
+	  test_board_skip },
+	{ "the clock reads wall and CPU time, fake or real", test_fake_clock },
+	CU_TEST_INFO_NULL,
+};
+
+static const struct cunit_suite suite = {
+	.name = "ledger",
+	.clean = t_clean,
+	.tests = tests,
+};
+
+int main(void)
+{
+	return cunit_suite_main(&suite);
+}
