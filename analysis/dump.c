@@ -53,6 +53,54 @@ static int dump_parse_sizes(struct load_error *e, struct dump *d, json_t *root)
 	return 0;
 }
 
+/*
+ * Reads the cost ledger (issue 16): "ledger" (its mode), "specs" (each
+ * spec's verdict and what it did) and the counters it added elsewhere.
+ * All optional: an older dump has none of them.
+ */
+static int dump_parse_ledger(struct load_error *e, struct dump *d, json_t *root)
+{
+	json_t *arr = json_object_get(root, "specs"), *item, *l;
+	size_t i;
+	int err;
+
+	if ((err = load_u64(e, json_object_get(root, "copies"), "copies", "stood_aside", &d->stood_aside_calls)) ||
+	    (err = load_u64(e, json_object_get(root, "pool"), "pool", "stand_asides", &d->stand_asides)) ||
+	    (err = load_u64(e, json_object_get(root, "pool"), "pool", "resumes", &d->resumes)) ||
+	    (err = load_u64(e, json_object_get(root, "time_ns"), "time_ns", "shim_cpu", &d->shim_cpu_ns)) ||
+	    (err = load_string(e, json_object_get(root, "ledger"), "ledger", "mode", d->ledger_mode,
+			       sizeof(d->ledger_mode), false)))
+		return err;
+	if (!arr || json_is_null(arr))
+		return 0;
+	if (!json_is_array(arr))
+		return load_type_error(e, NULL, "specs", "an array");
+	json_array_foreach(arr, i, item) {
+		struct dump_spec *sp = &d->specs[d->nspecs];
+		char decision[16];
+		uint64_t index = 0;
+		json_t *ix = json_is_object(item) ? json_object_get(item, "index") : NULL;
+
+		l = json_is_object(item) ? json_object_get(item, "ledger") : NULL;
+		if (!json_is_object(l) || (ix && !json_is_integer(ix)))
+			return load_type_error(e, NULL, "specs", "an array of objects with an index and a \"ledger\"");
+		if (d->nspecs >= DUMP_SPECS_MAX)
+			break;
+		if ((err = load_u64(e, item, "specs[]", "row", &sp->row)) ||
+		    (err = load_string(e, l, "specs[].ledger", "decision", decision, sizeof(decision), false)) ||
+		    (err = load_string(e, l, "specs[].ledger", "reason", sp->reason, sizeof(sp->reason), false)) ||
+		    (err = load_u64(e, l, "specs[].ledger", "stood_aside_copies", &sp->aside_copies)) ||
+		    (err = load_u64(e, l, "specs[].ledger", "stand_asides", &sp->stand_asides)) ||
+		    (err = load_u64(e, l, "specs[].ledger", "resumes", &sp->resumes)))
+			return err;
+		index = ix ? (uint64_t)json_integer_value(ix) : 0;
+		sp->index = (int)(int64_t)index;
+		sp->aside = strcmp(decision, "stood_aside") == 0;
+		d->nspecs++;
+	}
+	return 0;
+}
+
 /* Reads "whatif": the figures and the curve, thinned to DUMP_CURVE_MAX points. */
 static int dump_parse_whatif(struct load_error *e, struct dump *d, json_t *w)
 {
@@ -178,7 +226,8 @@ static int dump_parse(struct dump *d, json_t *root, struct load_error *e)
 	    (err = load_u64(e, time_ns, "time_ns", "shim", &d->shim_ns)) ||
 	    (err = load_u64(e, allocs, "allocs", "calls", &d->alloc_calls)) ||
 	    (err = dump_parse_whatif(e, d, whatif)) ||
-	    (err = dump_parse_sizes(e, d, root)))
+	    (err = dump_parse_sizes(e, d, root)) ||
+	    (err = dump_parse_ledger(e, d, root)))
 		return err;
 	if (pid > (uint64_t)INT64_MAX)
 		return load_value_error(e, NULL, "pid", "too large", "not a process id");
@@ -246,7 +295,21 @@ void dump_add(struct dump *d, const struct dump *s)
 	ADD(faults); ADD(gather_launches); ADD(stand_downs);
 	ADD(fingerprint_ns); ADD(shim_ns); ADD(alloc_calls);
 	ADD(unique_bytes); ADD(repeat_bytes); ADD(tracked_rows);
+	ADD(stood_aside_calls); ADD(stand_asides); ADD(resumes); ADD(shim_cpu_ns);
 #undef ADD
+	/* The processes' ledgers: the first process's verdict per spec, the counts summed. */
+	for (i = 0; i < s->nspecs; i++) {
+		for (j = 0; j < d->nspecs && d->specs[j].index != s->specs[i].index; j++)
+			;
+		if (j == d->nspecs && d->nspecs < DUMP_SPECS_MAX)
+			d->specs[d->nspecs++] = s->specs[i];
+		else if (j < d->nspecs) {
+			d->specs[j].aside = d->specs[j].aside || s->specs[i].aside;
+			d->specs[j].aside_copies = add_sat(d->specs[j].aside_copies, s->specs[i].aside_copies);
+			d->specs[j].stand_asides = add_sat(d->specs[j].stand_asides, s->specs[i].stand_asides);
+			d->specs[j].resumes = add_sat(d->specs[j].resumes, s->specs[i].resumes);
+		}
+	}
 	d->pool_stood_down = d->pool_stood_down || s->pool_stood_down;
 	d->has_rows = d->has_rows || s->has_rows;
 	d->has_pool = d->has_pool || s->has_pool;

@@ -32,6 +32,8 @@
  * One stats dump, or the sum of several (one per process of a
  * multi-process run: dump_add).
  */
+#define DUMP_SPECS_MAX 17	/* specs with a ledger kept from a dump */
+
 struct dump {
 	char path[4096];	/* the file ("-": standard input), or a description */
 	int processes;		/* dumps summed into this one */
@@ -72,6 +74,17 @@ struct dump {
 	/* The copy sizes with the most bytes ("sizes"), most bytes first. */
 	struct { uint64_t bytes, calls, total; } sizes[DUMP_SIZES_MAX];
 	int nsizes;
+	/* The cost ledger (issue 16): absent from older dumps (zeros, none). */
+	uint64_t stood_aside_calls, stand_asides, resumes, shim_cpu_ns;
+	char ledger_mode[8];	/* "on", "off", "force"; "" in an older dump */
+	struct dump_spec {
+		int index;	/* its place in the layout; -1 whole:MIN */
+		uint64_t row;
+		bool aside;	/* "decision": "stood_aside" */
+		char reason[320];
+		uint64_t aside_copies, stand_asides, resumes;
+	} specs[DUMP_SPECS_MAX];
+	int nspecs;
 };
 
 /*

@@ -86,6 +86,12 @@ bool report_likely_reason(const struct dump *d, char *buf, size_t size)
 			 d->nsizes ? " (see the copy sizes)" : "");
 		return true;
 	}
+	for (int i = 0; i < d->nspecs; i++)
+		if (d->specs[i].aside) {
+			snprintf(buf, size, "pooling did not pay, so the cost ledger stood aside: %s",
+				 esc(d->specs[i].reason));
+			return true;
+		}
 	m = matched_bytes(d);
 	never_hit = d->has_whatif && d->rows_captured && !d->hits && !d->repeat_bytes;
 	if (never_hit && d->rows_seen && d->rows_seen <= d->matched_calls) {
@@ -206,6 +212,23 @@ static void report_print_title(FILE *out, const struct dump *d)
 	fprintf(out, "\n");
 }
 
+/* The cost ledger's verdicts (issue 16): one line per spec that stood aside at some point. */
+static void report_print_ledger(FILE *out, const struct dump *d)
+{
+	const char *label = "ledger";
+
+	for (int i = 0; i < d->nspecs; i++) {
+		const struct dump_spec *s = &d->specs[i];
+
+		if (!s->aside && !s->stand_asides)
+			continue;
+		fprintf(out, "  %-18s %s (stood aside %" PRIu64 "x, resumed %" PRIu64 "x; %" PRIu64
+			" copies straight through)\n", label, esc(s->reason), s->stand_asides, s->resumes,
+			s->aside_copies);
+		label = "";
+	}
+}
+
 void report_print_one(FILE *out, const struct dump *d)
 {
 	char b1[32], b2[32], b3[32], b4[32], why[1024];
@@ -289,8 +312,9 @@ void report_print_one(FILE *out, const struct dump *d)
 		else
 			fprintf(out, "  %-18s not run (the budget was never decided)\n", "probe");
 	}
-	fprintf(out, "  %-18s fingerprint %.3f s, shim total %.3f s\n", "time",
-		(double)d->fingerprint_ns / 1e9, (double)d->shim_ns / 1e9);
+	fprintf(out, "  %-18s fingerprint %.3f s, shim total %.3f s (CPU %.3f s)\n", "time",
+		(double)d->fingerprint_ns / 1e9, (double)d->shim_ns / 1e9, (double)d->shim_cpu_ns / 1e9);
+	report_print_ledger(out, d);
 	report_print_curve(out, d);
 	if (!d->h2d_calls) {
 		fprintf(out, "note: no host-to-device copy was seen; if the program made some, run `vrampool inspect` on it.\n");
@@ -388,6 +412,7 @@ void report_print_ab(FILE *out, const struct dump *off, const struct dump *on)
 	ab_time(out, off, on);
 	if (on->processes > 1 || off->processes > 1)
 		fprintf(out, "  (processes summed: off %d, on %d)\n", off->processes, on->processes);
+	report_print_ledger(out, on);
 
 	a = (double)off->requested;
 	b = (double)on->requested;

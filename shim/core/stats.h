@@ -76,6 +76,11 @@ enum stat_id {
 	ST_PASS_SRC_NOT_HOST,
 	ST_PASS_CAPTURING_UNUSED,
 	ST_PASS_NO_DRIVER,
+	/* The cost ledger (issue 16, pool/ledger.h). */
+	ST_STOOD_ASIDE_CALLS,   /* copies.stood_aside: matched copies passed straight through while their spec stood aside */
+	ST_LEDGER_ASIDES,       /* pool.stand_asides: times a spec stood aside because pooling it did not pay */
+	ST_LEDGER_RESUMES,      /* pool.resumes: times a spec that stood aside came back */
+	ST_TIME_SHIM_CPU_NS,    /* time_ns.shim_cpu: the calling thread's CPU time in the shim on matched copies */
 	ST__COUNT
 };
 

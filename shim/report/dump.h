@@ -15,6 +15,9 @@ struct stats_dump {
 	const char *problem;    /* config's first malformed variable (the reason when none is set); NULL: none */
 	int final;              /* "final": the exit or signal dump, not a rewrite while the job runs */
 	const char *ended_by;   /* "ended_by": "exit", "SIGINT", "SIGTERM", "SIGHUP"; NULL: running (null) */
+	/* The cost ledger (issue 16): VRAMPOOL_LEDGER and VRAMPOOL_LINK_GBPS (0: not stated). */
+	int ledger_mode;        /* enum ledger_mode */
+	double link_gbps;
 };
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "core/stats.h"
+#include "pool/ledger.h"
 #include "pool/whatif.h"
 #include "report/reason.h"
 #include "report/sbuf.h"
@@ -68,6 +69,48 @@ static const char *report_mode_name(enum stats_mode m)
 	return "off";
 }
 
+/* The ledger's settings and the specs with their cost ledgers (json.h; issue 16). */
+static void report_json_ledger(struct sbuf *b, const struct stats_dump *d)
+{
+	static const char *const modes[] = { "on", "off", "force" };
+	struct ledger_view v;
+	char why[256];
+	int n = 0;
+
+	sbuf_printf(b, ", \"ledger\": {\"mode\": \"%s\", \"link_gbps_stated\": ",
+		    modes[d->ledger_mode >= 0 && d->ledger_mode < 3 ? d->ledger_mode : 0]);
+	if (d->link_gbps > 0)
+		sbuf_printf(b, "%.3f}", d->link_gbps);
+	else
+		sbuf_printf(b, "null}");
+	sbuf_printf(b, ", \"specs\": [");
+	for (int i = 0; i < LEDGER_SPECS; i++) {
+		if (!ledger_view(&ledger_board[i], &v))
+			continue;
+		sbuf_printf(b, "%s{\"index\": %d, \"row\": %llu, \"ledger\": {\"decision\": \"%s\", \"reason\": ",
+			    n++ ? ", " : "", i == LEDGER_WHOLE ? -1 : i, (unsigned long long)v.row,
+			    v.aside ? "stood_aside" : "pooling");
+		sbuf_json_string(b, ledger_reason(&v, why, sizeof(why)));
+		sbuf_printf(b, ", \"basis\": \"%s\", \"cost\": \"%s\", \"host_ns_per_row\": %.1f, "
+			    "\"link_ns_per_row\": %.1f, \"saved_ns_per_row\": %.1f, \"hit_share\": %.3f, "
+			    "\"link_gbps\": %.3f, \"link_source\": \"%s\"", ledger_basis_name(v.v.basis),
+			    v.v.hashing ? "hashing" : "host_time", v.v.host_ns, v.v.link_ns, v.v.saved_ns,
+			    v.v.hit_share, v.v.link.gbps, ledger_source_name(v.v.link.source));
+		sbuf_printf(b, ", \"copies\": %llu, \"rows\": %llu, \"host_cpu_ns\": %llu, \"host_wall_ns\": %llu, "
+			    "\"hit_rows\": %llu, \"served_bytes\": %llu, \"link_saved_ns\": %llu, "
+			    "\"device_calls_added\": %llu, \"stood_aside_copies\": %llu, "
+			    "\"stood_aside_bytes\": %llu, \"sampled_copies\": %llu, \"stand_asides\": %llu, "
+			    "\"resumes\": %llu}}",
+			    (unsigned long long)v.copies, (unsigned long long)v.rows, (unsigned long long)v.cpu_ns,
+			    (unsigned long long)v.wall_ns, (unsigned long long)v.hit_rows,
+			    (unsigned long long)(v.hit_rows * v.row), (unsigned long long)v.saved_ns,
+			    (unsigned long long)v.calls_added, (unsigned long long)v.aside_copies,
+			    (unsigned long long)v.aside_bytes, (unsigned long long)v.sampled,
+			    (unsigned long long)v.stand_asides, (unsigned long long)v.resumes);
+	}
+	sbuf_printf(b, "]");
+}
+
 int report_format_json(char *buf, size_t len, const struct stats_dump *d)
 {
 	static const struct stats_dump none;
@@ -111,13 +154,14 @@ int report_format_json(char *buf, size_t len, const struct stats_dump *d)
 		    "\"driver_calls\": %llu, \"batch_calls\": %llu, \"stood_down\": %llu, "
 		    "\"passthrough_reasons\": {\"off\": %llu, \"no_layout\": %llu, \"no_match\": %llu, "
 		    "\"dst_not_device\": %llu, \"dst_extent\": %llu, \"no_context\": %llu, "
-		    "\"src_not_host\": %llu, \"graph_capture\": %llu, \"no_driver\": %llu}}",
+		    "\"src_not_host\": %llu, \"graph_capture\": %llu, \"no_driver\": %llu}",
 		    report_ull(ST_H2D_CALLS), report_ull(ST_MATCHED_CALLS), report_ull(ST_PASSTHROUGH_CALLS),
 		    report_ull(ST_FALLBACKS), report_ull(ST_GRAPH_CAPTURE_CALLS), report_ull(ST_DRIVER_CALLS),
 		    report_ull(ST_BATCH_CALLS), report_ull(ST_STOOD_DOWN_CALLS), report_ull(ST_PASS_OFF),
 		    report_ull(ST_PASS_NO_LAYOUT), report_ull(ST_PASS_NO_MATCH), report_ull(ST_PASS_DST_NOT_DEVICE),
 		    report_ull(ST_PASS_DST_EXTENT), report_ull(ST_PASS_NO_CONTEXT), report_ull(ST_PASS_SRC_NOT_HOST),
 		    report_ull(ST_GRAPH_CAPTURE_CALLS), report_ull(ST_PASS_NO_DRIVER));
+	sbuf_printf(&b, ", \"stood_aside\": %llu}", report_ull(ST_STOOD_ASIDE_CALLS));
 	sbuf_printf(&b, ", \"bytes\": {\"requested\": %llu, \"h2d\": %llu, \"served_from_pool\": %llu, "
 		    "\"captured\": %llu}",
 		    report_ull(ST_BYTES_REQUESTED), report_ull(ST_BYTES_H2D), report_ull(ST_BYTES_SERVED),
@@ -135,16 +179,18 @@ int report_format_json(char *buf, size_t len, const struct stats_dump *d)
 		    report_ull(ST_POOL_OOM_RETRIES), report_ull(ST_DEVICE_OPS), report_ull(ST_POOL_DISPLACED_BYTES),
 		    report_ull(ST_POOL_DISPLACED_SLABS), report_ull(ST_POOL_FAULTS));
 	sbuf_json_text(&b, STATS_GATHER);
-	sbuf_printf(&b, ", \"gather_launches\": %llu, \"stood_down\": %s, \"stand_downs\": %llu}",
+	sbuf_printf(&b, ", \"gather_launches\": %llu, \"stood_down\": %s, \"stand_downs\": %llu",
 		    report_ull(ST_GATHER_LAUNCHES), atomic_load(&stats_global.stood_down) ? "true" : "false",
 		    report_ull(ST_BACKOFF_EVENTS));
+	sbuf_printf(&b, ", \"stand_asides\": %llu, \"resumes\": %llu}", report_ull(ST_LEDGER_ASIDES),
+		    report_ull(ST_LEDGER_RESUMES));
 	sbuf_printf(&b, ", \"probe\": {\"decided\": %s, \"free\": %llu, \"total\": %llu, "
 		    "\"reserve\": %llu, \"margin\": %llu}",
 		    atomic_load(&stats_global.probe_decided) ? "true" : "false",
 		    report_ull(ST_PROBE_FREE), report_ull(ST_PROBE_TOTAL), report_ull(ST_PROBE_RESERVE),
 		    report_ull(ST_PROBE_MARGIN));
-	sbuf_printf(&b, ", \"time_ns\": {\"fingerprint\": %llu, \"shim\": %llu}",
-		    report_ull(ST_TIME_FINGERPRINT_NS), report_ull(ST_TIME_SHIM_NS));
+	sbuf_printf(&b, ", \"time_ns\": {\"fingerprint\": %llu, \"shim\": %llu, \"shim_cpu\": %llu}",
+		    report_ull(ST_TIME_FINGERPRINT_NS), report_ull(ST_TIME_SHIM_NS), report_ull(ST_TIME_SHIM_CPU_NS));
 	whatif_snapshot(&w, stats_get(ST_POOL_BUDGET));
 	sbuf_printf(&b, ", \"whatif\": {\"unique_bytes\": %llu, \"repeat_bytes\": %llu, "
 		    "\"tracked_rows\": %llu, \"sampled\": %s, \"curve\": [",
@@ -158,7 +204,9 @@ int report_format_json(char *buf, size_t len, const struct stats_dump *d)
 		sbuf_printf(&b, "%s{\"bytes\": %llu, \"calls\": %llu, \"total\": %llu}", i ? ", " : "",
 			    (unsigned long long)sizes[i].size, (unsigned long long)sizes[i].calls,
 			    (unsigned long long)sizes[i].bytes);
-	sbuf_printf(&b, "]}\n");
+	sbuf_printf(&b, "]");
+	report_json_ledger(&b, d);
+	sbuf_printf(&b, "}\n");
 	return b.full ? -ENOSPC : (int)b.used;
 }
 

@@ -19,7 +19,7 @@
 
 #include "report/dump.h"
 
-#define REPORT_JSON_MAX 16384   /* a buffer this big always holds the dump */
+#define REPORT_JSON_MAX 32768   /* a buffer this big always holds the dump */
 
 /*
  * Formats the JSON object of DESIGN.md, one line ending in a newline, into
@@ -39,7 +39,24 @@
  *  "time_ns": {"fingerprint", "shim"},
  *  "whatif": {"unique_bytes", "repeat_bytes", "tracked_rows", "sampled",
  *             "curve": [[budget_bytes, served_bytes], ...]},
- *  "allocs": {"calls"}, "sizes": [{"bytes", "calls", "total"}, ...]}
+ *  "allocs": {"calls"}, "sizes": [{"bytes", "calls", "total"}, ...],
+ *  "ledger": {"mode": "on"|"off"|"force", "link_gbps_stated"},
+ *  "specs": [{"index", "row", "ledger": {...}}, ...]}
+ *
+ * Issue 16 added "copies.stood_aside", "pool.stand_asides", "pool.resumes",
+ * "time_ns.shim_cpu" (the calling thread's CPU time beside the wall time
+ * of "shim"), the "ledger" settings and "specs": one entry per spec the
+ * copies met (index: its place in the layout, -1 for whole:MIN), whose
+ * "ledger" holds the cost ledger (pool/ledger.h): "decision" ("pooling" or
+ * "stood_aside"), "reason" (the verdict in numbers, in words), "basis"
+ * ("first_copies", "window", "sample", "none"), "cost" ("host_time", or
+ * "hashing" for a window of captures), the verdict's "host_ns_per_row",
+ * "link_ns_per_row", "saved_ns_per_row", "hit_share", "link_gbps" and
+ * "link_source" ("measured", "stated", "assumed", "none"), and the
+ * totals: "copies" and "rows" fingerprinted, "host_cpu_ns" (the host time
+ * judged) and "host_wall_ns", "hit_rows", "served_bytes", "link_saved_ns",
+ * "device_calls_added", "stood_aside_copies", "stood_aside_bytes",
+ * "sampled_copies", "stand_asides", "resumes".
  *
  * "reason" is the text the pool set, else, while the pool is not active,
  * what the counters tell (report_reason). The curve is whatif_snapshot's

@@ -26,13 +26,15 @@
 
 #include "core/log.h"
 #include "core/stats.h"
+#include "pool/ledger.h"
 #include "pool/whatif.h"
 #include "report/file.h"
 #include "report/json.h"
+#include "report/sbuf.h"
 #include "report/signals.h"
 #include "report/summary.h"
 
-#define REPORT_LINE_MAX 1024
+#define REPORT_LINE_MAX 4096
 
 static const struct config *report_cfg;
 static char report_host[256];
@@ -59,6 +61,8 @@ static void report_fill(struct stats_dump *d, int final, const char *ended_by)
 	d->problem = report_cfg ? report_cfg->problem : NULL;
 	d->final = final;
 	d->ended_by = ended_by;
+	d->ledger_mode = report_cfg ? (int)report_cfg->ledger : 0;
+	d->link_gbps = report_cfg ? report_cfg->link_gbps : 0;
 }
 
 /* Under report_lock: formats and writes the dump, if one is asked for. */
@@ -75,12 +79,35 @@ static void report_dump(int final, const char *ended_by)
 	report_note(&report_dump_err, err, final, "stats", report_stats);
 }
 
+/*
+ * The cost ledger's part of a telemetry line (issue 16): the copies passed
+ * straight through and, per spec met, its decision and how often it stood
+ * aside and came back. Returns the length written (at most len - 1).
+ */
+static int report_telemetry_ledger(char *buf, size_t len)
+{
+	struct ledger_view v;
+	struct sbuf b;
+	int n = 0;
+
+	sbuf_init(&b, buf, len);
+	sbuf_printf(&b, ", \"stood_aside\": %llu, \"ledger\": [", (unsigned long long)stats_get(ST_STOOD_ASIDE_CALLS));
+	for (int i = 0; i < LEDGER_SPECS; i++)
+		if (ledger_view(&ledger_board[i], &v))
+			sbuf_printf(&b, "%s{\"row\": %llu, \"decision\": \"%s\", \"stand_asides\": %llu, "
+				    "\"resumes\": %llu}", n++ ? ", " : "", (unsigned long long)v.row,
+				    v.aside ? "stood_aside" : "pooling", (unsigned long long)v.stand_asides,
+				    (unsigned long long)v.resumes);
+	sbuf_printf(&b, "]");
+	return b.full ? 0 : (int)b.used;
+}
+
 /* The telemetry line of report.h, newline-terminated. Returns its length. */
 static int report_format_telemetry(char *buf, size_t len)
 {
 	struct timespec now;
 	uint64_t e;
-	char rank[32];
+	char rank[32], ledger[REPORT_LINE_MAX / 2];
 	int n;
 
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -89,18 +116,20 @@ static int report_format_telemetry(char *buf, size_t len)
 		snprintf(rank, sizeof(rank), "\"%s\"", report_cfg->rank);
 	else
 		snprintf(rank, sizeof(rank), "null");
+	if (report_telemetry_ledger(ledger, sizeof(ledger)) <= 0)
+		ledger[0] = '\0';
 	n = snprintf(buf, len,
 		     "{\"t\": %lld.%03ld, \"elapsed_s\": %llu.%03llu, \"pid\": %ld, \"rank\": %s, "
 		     "\"rows_seen\": %llu, \"rows_hits\": %llu, \"bytes_requested\": %llu, "
 		     "\"bytes_h2d\": %llu, \"bytes_served\": %llu, \"pool_bytes\": %llu, "
-		     "\"pool_budget\": %llu, \"state\": \"%s\"}\n",
+		     "\"pool_budget\": %llu, \"state\": \"%s\"%s}\n",
 		     (long long)now.tv_sec, now.tv_nsec / 1000000L,
 		     (unsigned long long)(e / 1000000000ULL), (unsigned long long)(e % 1000000000ULL / 1000000ULL),
 		     (long)getpid(), rank,
 		     (unsigned long long)stats_get(ST_ROWS_SEEN), (unsigned long long)stats_get(ST_ROWS_HITS),
 		     (unsigned long long)stats_get(ST_BYTES_REQUESTED), (unsigned long long)stats_get(ST_BYTES_H2D),
 		     (unsigned long long)stats_get(ST_BYTES_SERVED), (unsigned long long)stats_get(ST_POOL_BYTES),
-		     (unsigned long long)stats_get(ST_POOL_BUDGET), stats_state_name(stats_state()));
+		     (unsigned long long)stats_get(ST_POOL_BUDGET), stats_state_name(stats_state()), ledger);
 	return n < 0 ? 0 : (size_t)n >= len ? (int)len - 1 : n;
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "core/stats.h"
+#include "pool/ledger.h"
 #include "pool/whatif.h"
 #include "report/reason.h"
 #include "report/sbuf.h"
@@ -142,6 +143,29 @@ static void summary_whatif(struct sbuf *b, int stood_down)
 		  log_bytes(b1, sizeof(b1), served), log_bytes(b2, sizeof(b2), total));
 }
 
+/*
+ * The cost ledger's lines (issue 16): one per spec that stood aside at some
+ * point, its verdict in numbers and what it did. Returns whether any spec
+ * stood aside.
+ */
+static int summary_ledger(struct sbuf *b)
+{
+	struct ledger_view v;
+	char why[256];
+	int any = 0;
+
+	for (int i = 0; i < LEDGER_SPECS; i++) {
+		if (!ledger_view(&ledger_board[i], &v) || (!v.aside && !v.stand_asides))
+			continue;
+		any = 1;
+		sbuf_line(b, "vrampool: %s; %llu copies went straight through (stood aside %llu time%s, "
+			  "resumed %llu time%s)", ledger_reason(&v, why, sizeof(why)),
+			  (unsigned long long)v.aside_copies, (unsigned long long)v.stand_asides,
+			  v.stand_asides == 1 ? "" : "s", (unsigned long long)v.resumes, v.resumes == 1 ? "" : "s");
+	}
+	return any;
+}
+
 int report_format_summary(char *buf, size_t len, const struct stats_dump *d)
 {
 	uint64_t calls = stats_get(ST_H2D_CALLS);
@@ -201,7 +225,8 @@ int report_format_summary(char *buf, size_t len, const struct stats_dump *d)
 	if (reason && layout[0] != '\0' && !dry &&
 	    (stats_global.enabled || (d && d->problem && d->problem[0] != '\0')))
 		sbuf_line(&b, "vrampool: pool %s: %s", stats_state_name(stats_state()), reason);
-	summary_whatif(&b, stood);
+	/* What a spec standing aside did not look at, the curve cannot count. */
+	summary_whatif(&b, summary_ledger(&b) || stood);
 	if (strcmp(source, "auto") == 0 && layout[0] != '\0' && strcmp(layout, "auto") != 0)
 		sbuf_line(&b, "vrampool: layout found from the copies' content: %s%s%s", layout,
 			  evidence[0] ? "; " : "", evidence);

@@ -135,11 +135,12 @@ telemetry_grows() {
 	python3 - "$TMP/tel.jsonl" <<'PY'
 import json, sys
 keys = ["t", "elapsed_s", "pid", "rank", "rows_seen", "rows_hits", "bytes_requested", "bytes_h2d",
-        "bytes_served", "pool_bytes", "pool_budget", "state"]
+        "bytes_served", "pool_bytes", "pool_budget", "state", "stood_aside", "ledger"]
 rows = [json.loads(l) for l in open(sys.argv[1])]
 assert len(rows) >= 4, len(rows)                  # three while running, one at the end
 for r in rows:
     assert sorted(r) == sorted(keys), sorted(r)
+    assert all(s["decision"] in ("pooling", "stood_aside") for s in r["ledger"]), r["ledger"]
     assert r["bytes_requested"] == r["bytes_h2d"] + r["bytes_served"], r
 for a, b in zip(rows, rows[1:]):
     assert b["t"] >= a["t"] and b["elapsed_s"] >= a["elapsed_s"], (a, b)

@@ -477,7 +477,7 @@ static void test_periodic_dump_and_telemetry(void)
 	CU_ASSERT(slurp(child_tele, buf, sizeof(buf)) > 0);
 	CU_ASSERT(strstr(buf, "\"rows_seen\": 0") != NULL);
 	CU_ASSERT(strstr(buf, "\"rows_seen\": 11") != NULL);
-	CU_ASSERT(strstr(buf, "\"state\": \"dormant\"}\n") != NULL);
+	CU_ASSERT(strstr(buf, "\"state\": \"dormant\", \"stood_aside\": 0, \"ledger\": []}\n") != NULL);
 	child_tele[0] = '\0';
 }
 

@@ -201,7 +201,7 @@ static void test_json_every_key_null_where_unknown(void)
 	static const char *const top[] = { "vrampool", "pid", "rank", "host", "enabled", "mode", "final",
 					   "ended_by", "elapsed_s", "layout", "layout_source", "reason",
 					   "evidence", "suggest", "copies", "bytes", "rows", "pool", "probe",
-					   "time_ns", "whatif", "allocs", "sizes" };
+					   "time_ns", "whatif", "allocs", "sizes", "ledger", "specs" };
 	json_t *root, *w, *curve, *pool;
 	size_t i;
 
@@ -225,10 +225,15 @@ static void test_json_every_key_null_where_unknown(void)
 	/* dormant: the reason is never missing */
 	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "reason"), "no copy matched the layout");
 	pool = json_object_get(root, "pool");
-	CU_ASSERT_EQUAL(json_object_size(pool), 15);
+	CU_ASSERT_EQUAL(json_object_size(pool), 17);
 	CU_ASSERT(json_is_null(json_object_get(pool, "gather")));
 	CU_ASSERT(json_is_false(json_object_get(pool, "stood_down")));
-	CU_ASSERT_EQUAL(json_object_size(json_object_get(root, "copies")), 9);
+	CU_ASSERT_EQUAL(json_object_size(json_object_get(root, "copies")), 10);
+	/* the cost ledger: its mode, no stated link, no spec met yet */
+	CU_ASSERT_STRING_EQUAL(json_str_at(root, "ledger", "mode"), "on");
+	CU_ASSERT(json_is_null(json_object_get(json_object_get(root, "ledger"), "link_gbps_stated")));
+	CU_ASSERT_EQUAL(json_array_size(json_object_get(root, "specs")), 0);
+	CU_ASSERT(json_is_integer(json_object_get(json_object_get(root, "time_ns"), "shim_cpu")));
 	CU_ASSERT_EQUAL(json_object_size(json_object_get(json_object_get(root, "copies"), "passthrough_reasons")), 9);
 	w = json_object_get(root, "whatif");
 	CU_ASSERT_EQUAL(json_object_size(w), 5);
