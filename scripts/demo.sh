@@ -17,6 +17,8 @@ else
 	export LD_LIBRARY_PATH=$PWD/build/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 	export FAKECUDA_H2D_GBPS=${FAKECUDA_H2D_GBPS:-4}
 	export FAKECUDA_D2D_GBPS=${FAKECUDA_D2D_GBPS:-200}
+	# The cost ledger weighs the simulated link, stated as a user would state theirs.
+	export VRAMPOOL_LINK_GBPS=${VRAMPOOL_LINK_GBPS:-$FAKECUDA_H2D_GBPS}
 	echo "demo: no GPU here: the emulated device (tests/fakecuda), PCIe simulated at" \
 		"$FAKECUDA_H2D_GBPS GB/s and device copies at $FAKECUDA_D2D_GBPS GB/s;" \
 		"byte counts are exact, epoch times are a simulation"

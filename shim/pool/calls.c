@@ -11,6 +11,7 @@
 #include "pool/calls.h"
 #include "pool/classify.h"
 #include "pool/fingerprint.h"
+#include "pool/ledger.h"
 #include "pool/pool.h"
 #include "pool/specpick.h"
 #include "pool/whatif.h"
@@ -167,6 +168,40 @@ static int calls_h2d_sync(void *arg, uint64_t off, uint64_t len)
 	return calls_deliver(arg, off, len, 1);
 }
 
+/*
+ * A copy of a spec standing aside (ledger.h): forwarded before any
+ * pointer query, counted as a matched copy of that spec passed straight
+ * through; one in LEDGER_SAMPLE_EVERY still reaches its pool, which
+ * samples it. Only an explicit host-to-device copy that one spec alone
+ * divides (several: the content picks the spec, specpick.h). Returns 1
+ * with *err the forward's status when it took the copy, else 0.
+ */
+static int calls_aside(struct copy_call *c, const struct layout *l, int *err)
+{
+	struct layout_hit hit;
+	int slot;
+
+	if (calls_cfg->ledger != LEDGER_ON || c->dir != CL_DIR_H2D || !layout_match_hit(l, c->n, &hit))
+		return 0;
+	for (int i = 0; i < l->nrows; i++)
+		if (i != hit.spec && c->n % l->rows[i] == 0)
+			return 0;
+	slot = ledger_slot(hit.spec);
+	if (slot < 0 || !ledger_skip(slot))
+		return 0;
+	*err = c->forward(c->arg);
+	if (*err)
+		return 1;
+	stats_add(ST_MATCHED_CALLS, 1);
+	stats_add(ST_STOOD_ASIDE_CALLS, 1);
+	stats_add(ST_ROWS_SEEN, c->n / hit.row);
+	stats_add(ST_ROWS_MISSES, c->n / hit.row);
+	stats_add(ST_BYTES_H2D, c->n);
+	ledger_count_aside(&ledger_board[slot], c->n, hit.row);
+	calls_count(c->n, c->driver, CL_POOL);
+	return 1;
+}
+
 int calls_copy(struct copy_call *c)
 {
 	struct classify_in in = {
@@ -182,6 +217,8 @@ int calls_copy(struct copy_call *c)
 
 	in.layout = calls_layout(&why);
 	in.off_reason = why;
+	if (in.layout && calls_aside(c, in.layout, &err))
+		return err;
 	h2d = classify_copy(&in, &out);
 	if (h2d && out.reason == CL_NO_LAYOUT) {
 		calls_autolayout(c->src, c->n);
@@ -204,6 +241,7 @@ int calls_copy(struct copy_call *c)
 		.prio = out.hit.prio, .stream = out.ds, .h2d = calls_h2d, .h2d_sync = calls_h2d_sync,
 		.arg = c, .verify = out.verify, .sync = c->sync,
 		.no_admit = pick == SPECPICK_UNDECIDED,
+		.spec = out.hit.spec, .src_pinned = out.src_pinned,
 	};
 	c->capture_mode = mode = device_capture_relax();
 	err = pool_copy(p, &r);
@@ -332,6 +370,7 @@ void calls_atfork_child(void)
 	fingerprint_atfork_child();
 	specpick_reset();
 	whatif_reset();
+	ledger_board_reset();
 	stats_reset(c->enabled, c->has_layout ? c->layout.text : NULL);
 	if (c->dry)
 		stats_set_mode(STATS_MODE_DRY);

@@ -21,6 +21,14 @@
  *   own work never reaches an interposed entry point twice.
  * - The callbacks are called on the calling thread, before the function
  *   returns; they and their argument belong to the caller.
+ * - A host-to-device copy (by its kind) that only one spec of the layout
+ *   divides, while the cost ledger stands that spec aside (ledger.h,
+ *   VRAMPOOL_LEDGER=on), is forwarded before any pointer query and
+ *   counted as matched and stood aside (copies.stood_aside), unclassified:
+ *   one in LEDGER_SAMPLE_EVERY goes the whole way, to be sampled. The
+ *   board is per process: where one pool (device) stands a spec aside,
+ *   the others' copies of that spec are thinned the same way, and their
+ *   own ledgers judge what reaches them.
  *
  * Set-up: calls_setup once at load, before any other call here, with a
  * configuration that outlives the process; calls_atfork_child in a forked

@@ -26,9 +26,8 @@
 #include "pool/pincheck.h"
 #include "pool/plan.h"
 #include "pool/pool_impl.h"
+#include "pool/route.h"
 #include "pool/whatif.h"
-
-#define POOL_SAMPLES_MAX 16384  /* sampled fingerprints kept while stood down */
 
 /* The one-shot probe (retried with back-off when the driver cannot answer). Called with p->mu held. */
 static void pool_probe(struct pool *p)
@@ -162,69 +161,6 @@ static void pool_whatif_hits(struct pool_copy_ctx *x)
 	}
 }
 
-/* Delivers the whole copy host-to-device, counting its rows as misses. */
-static int pool_copy_plain(struct pool_copy_ctx *x)
-{
-	int err;
-
-	x->send_sync = x->r->sync;
-	err = pool_send(x, 0, x->nrows);
-
-	if (err)
-		return err;
-	stats_add(ST_ROWS_SEEN, x->nrows);
-	stats_add(ST_ROWS_MISSES, x->nrows);
-	stats_add(ST_BYTES_H2D, x->r->n);
-	return 0;
-}
-
-/* Fingerprints the copy's rows into x->fps. */
-static void pool_fingerprint(struct pool_copy_ctx *x)
-{
-	stats_add(ST_TIME_FINGERPRINT_NS, fingerprint_rows(x->r->src, x->r->row, x->nrows, x->fps));
-}
-
-/*
- * A copy the pool only observes (dry runs, before the probe, a dormant
- * pool): fingerprints for the what-if curve, then the plain copy.
- */
-static int pool_copy_observe(struct pool_copy_ctx *x)
-{
-	pool_fingerprint(x);
-	whatif_observe(x->fps, NULL, x->nrows, x->r->row, NULL);
-	return pool_copy_plain(x);
-}
-
-/*
- * A copy sampled while pooling stood down: a few rows fingerprinted and
- * looked up, then the plain copy. Returns its result; *hits the rows found.
- */
-static int pool_copy_sample(struct pool_copy_ctx *x, uint32_t *rows, uint32_t *hits, uint32_t *repeats)
-{
-	uint64_t step = x->nrows > BACKOFF_SAMPLE_ROWS ? x->nrows / BACKOFF_SAMPLE_ROWS : 1;
-	struct fp fps[BACKOFF_SAMPLE_ROWS];
-	uint64_t vals[BACKOFF_SAMPLE_ROWS];
-	uint8_t found[BACKOFF_SAMPLE_ROWS];
-	uint32_t n = 0;
-
-	for (uint64_t i = 0; i < x->nrows && n < BACKOFF_SAMPLE_ROWS; i += step)
-		fps[n++] = fingerprint_one((const unsigned char *)x->r->src + i * x->r->row, x->r->row);
-	*rows = n;
-	*hits = *repeats = 0;
-	pthread_mutex_lock(&x->p->mu);
-	index_lookup_many(&x->p->ix, fps, n, vals, found);
-	for (uint32_t i = 0; i < n; i++) {
-		*hits += found[i];
-		/* Seen in an earlier sample: the rows repeat, whatever the pool holds. */
-		if (index_lookup(&x->p->samples, &fps[i], &vals[i]) == 0)
-			(*repeats)++;
-		else if (x->p->samples.count < POOL_SAMPLES_MAX)
-			index_insert(&x->p->samples, &fps[i], 1);
-	}
-	pthread_mutex_unlock(&x->p->mu);
-	return pool_copy_plain(x);
-}
-
 /*
  * Frees the newest slab below the admission floor, to make room for rows
  * of a higher priority. Takes both locks.
@@ -270,9 +206,13 @@ out:
 static int pool_complete_sync(struct pool_copy_ctx *x)
 {
 	const struct pool_request *r = x->r;
-	int err;
+	uint64_t t0 = pool_now_ns(), c0 = x->timed_cpu ? ledger_cpu_now() : 0;
+	int err = device_stream_sync(r->stream);
 
-	if (device_stream_sync(r->stream) == 0)
+	x->wait_ns += pool_now_ns() - t0;
+	if (x->timed_cpu)
+		x->wait_cpu_ns += ledger_cpu_now() - c0;     /* a driver may spin while it waits */
+	if (err == 0)
 		return 0;
 	if (device_stream_sync(r->stream) == 0 || device_stream_wait_host(r->stream) == 0 ||
 	    device_sync(x->p->dev) == 0)
@@ -317,8 +257,11 @@ out:
 	pthread_rwlock_unlock(&p->evict_lock);
 }
 
-/* The full path: fingerprint, plan, issue, publish. Returns what pool_copy returns. */
-static int pool_copy_full(struct pool_copy_ctx *x)
+/*
+ * The full path: fingerprint, plan, issue, publish; b is the copy kind's
+ * back-off. Returns what pool_copy returns.
+ */
+static int pool_copy_full(struct pool_copy_ctx *x, struct backoff *b)
 {
 	struct pool *p = x->p;
 	const struct pool_request *r = x->r;
@@ -356,7 +299,7 @@ static int pool_copy_full(struct pool_copy_ctx *x)
 	pthread_mutex_lock(&p->mu);
 	pool_publish(x, err == POOL_DONE);
 	can_admit = pool_can_admit(p);
-	event = backoff_full(&p->backoff, can_admit, r->n, err == POOL_DONE ? x->hits * r->row : 0);
+	event = backoff_full(b, can_admit, r->n, err == POOL_DONE ? x->hits * r->row : 0);
 	if (event) {
 		stats_add(ST_BACKOFF_EVENTS, 1);
 		stats_set_stood_down(1);
@@ -403,52 +346,111 @@ static int pool_copy_full(struct pool_copy_ctx *x)
 	return 0;
 }
 
+/* The thread's own count of device operations so far (no sum over threads). */
+static uint64_t pool_thread_ops(void)
+{
+	return stats_self ? atomic_load_explicit(&stats_self->v[ST_DEVICE_OPS], memory_order_relaxed) : 0;
+}
+
+/*
+ * The request as the pool runs it (pool_copy): the program's sends are
+ * counted on the way (the device calls the pool adds), and, where the
+ * shim's CPU time is read, timed on the thread's CPU clock too, to be
+ * taken off it (a send may block or be descheduled: its wall time is not
+ * its CPU time).
+ */
+struct pool_counted {
+	struct pool_request r;
+	const struct pool_request *orig;
+	struct pool_copy_ctx *x;
+	uint64_t sends, send_cpu_ns;
+	int cpu;                /* time the sends' CPU */
+};
+
+/* One send of the program's; a send of the whole copy may be timed for the link meter (route.h). */
+static int pool_counted_send(struct pool_counted *c, int sync, uint64_t off, uint64_t len)
+{
+	int measured = c->x->measure && off == 0 && len == c->orig->n && pool_link_begin(c->x);
+	uint64_t t0 = c->cpu ? ledger_cpu_now() : 0, w0 = measured ? pool_now_ns() : 0;
+	int err = sync ? c->orig->h2d_sync(c->orig->arg, off, len) : c->orig->h2d(c->orig->arg, off, len);
+
+	if (measured)
+		pool_link_end(c->x, err == 0, pool_now_ns() - w0);
+	if (c->cpu)
+		c->send_cpu_ns += ledger_cpu_now() - t0;
+	c->sends++;
+	return err;
+}
+
+static int pool_counted_h2d(void *arg, uint64_t off, uint64_t len)
+{
+	return pool_counted_send(arg, 0, off, len);
+}
+
+static int pool_counted_h2d_sync(void *arg, uint64_t off, uint64_t len)
+{
+	return pool_counted_send(arg, 1, off, len);
+}
+
+/* a - b, or 0. */
+static uint64_t pool_sub(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
 int pool_copy(struct pool *p, const struct pool_request *r)
 {
-	struct pool_copy_ctx x = { .p = p, .r = r, .nrows = r->n / r->row, .open_slab = -1, .open_seg = -1 };
+	struct pool_counted rc = { .r = *r, .orig = r };
+	struct pool_copy_ctx x = { .p = p, .r = &rc.r, .nrows = r->n / r->row, .open_slab = -1, .open_seg = -1 };
 	struct fp fps_stack[POOL_STACK_ROWS];
 	struct plan plan_stack[POOL_STACK_ROWS];
 	uint64_t vals_stack[POOL_STACK_ROWS];
 	uint8_t found_stack[POOL_STACK_ROWS];
-	uint64_t t0 = pool_now_ns();
-	enum backoff_route route;
-	int observe, err, retired;
+	uint64_t ops0 = pool_thread_ops(), wall_ns, cpu_ns;
+	struct ledger_stamp t0;
+	enum pool_route route;
+	struct backoff *b;
+	int err, fed = 0, slot = ledger_slot(r->spec);
 	uint32_t srows, shits, sreps;
 	enum backoff_verdict verdict;
 
+	ledger_stamp(&t0);
+	rc.x = &x;
+	rc.r.arg = &rc;
+	rc.r.h2d = pool_counted_h2d;
+	rc.r.h2d_sync = r->h2d_sync ? pool_counted_h2d_sync : NULL;
 	pthread_mutex_lock(&p->mu);
 	p->matched_seen++;
 	if (r->n > p->largest_copy)
 		p->largest_copy = r->n;
 	if (!pool_cfg->dry && !p->decided && !p->retired && pool_probe_due(p))
 		pool_probe(p);
-	retired = p->retired;
-	observe = pool_cfg->dry || !p->decided || p->state == POOL_DORMANT;
-	if (pool_cfg->dry || !p->decided) {
-		route = BACKOFF_FULL;
-	} else {
-		int was_down = p->backoff.down;
-
-		route = backoff_route(&p->backoff, pool_can_admit(p));
-		if (was_down && !p->backoff.down)
-			stats_set_stood_down(0);        /* the pool can admit again */
-	}
+	route = pool_route(p, r, slot, &b, &x.measure);
 	pthread_mutex_unlock(&p->mu);
+	/* The CPU clock is a system call: read only where the shim hashes rows. */
+	if (route == POOL_ROUTE_FULL || route == POOL_ROUTE_OBSERVE) {
+		ledger_stamp_cpu(&t0);
+		x.timed_cpu = rc.cpu = 1;
+	}
 
 	stats_add(ST_MATCHED_CALLS, 1);
-	if (retired || route == BACKOFF_PASS) {
-		if (!retired)
+	switch (route) {
+	case POOL_ROUTE_PLAIN:
+	case POOL_ROUTE_PASS:
+		if (route == POOL_ROUTE_PASS)
 			stats_add(ST_STOOD_DOWN_CALLS, 1);
 		err = pool_copy_plain(&x);
 		goto out;
-	}
-	if (route == BACKOFF_SAMPLE) {
+	case POOL_ROUTE_ASIDE:
+		err = pool_copy_aside(&x, slot);
+		goto out;
+	case POOL_ROUTE_SAMPLE:
 		stats_add(ST_STOOD_DOWN_CALLS, 1);
 		err = pool_copy_sample(&x, &srows, &shits, &sreps);
 		pthread_mutex_lock(&p->mu);
-		verdict = backoff_sample(&p->backoff, srows, shits, sreps);
+		verdict = backoff_sample(b, srows, shits, sreps);
 		if (verdict != BACKOFF_STAY) {
-			stats_set_stood_down(0);
+			stats_set_stood_down(backoff_any_down(&p->kinds));
 			stats_set_text(STATS_REASON, "%s", "");
 			if (verdict == BACKOFF_RESUME)
 				log_verbose("sampled rows are in the pool again: pooling resumes");
@@ -457,6 +459,9 @@ int pool_copy(struct pool *p, const struct pool_request *r)
 		if (verdict == BACKOFF_REFRESH)
 			pool_refresh(p);
 		goto out;
+	case POOL_ROUTE_OBSERVE:
+	case POOL_ROUTE_FULL:
+		break;
 	}
 
 	x.fps = x.nrows <= POOL_STACK_ROWS ? fps_stack : malloc(x.nrows * sizeof(*x.fps));
@@ -464,11 +469,12 @@ int pool_copy(struct pool *p, const struct pool_request *r)
 		err = pool_copy_plain(&x);
 		goto out;
 	}
-	if (observe) {
+	fed = 1;
+	if (route == POOL_ROUTE_OBSERVE) {
 		err = pool_copy_observe(&x);
 		if (!err && p->decided && !pool_cfg->dry) {
 			pthread_mutex_lock(&p->mu);
-			backoff_full(&p->backoff, 0, r->n, 0);
+			backoff_full(b, 0, r->n, 0);
 			pthread_mutex_unlock(&p->mu);
 		}
 		goto out_free;
@@ -477,10 +483,11 @@ int pool_copy(struct pool *p, const struct pool_request *r)
 	x.vals = x.nrows <= POOL_STACK_ROWS ? vals_stack : malloc(x.nrows * sizeof(*x.vals));
 	x.found = x.nrows <= POOL_STACK_ROWS ? found_stack : malloc(x.nrows);
 	if (!x.plan || !x.vals || !x.found) {
+		fed = 0;
 		err = pool_copy_plain(&x);
 		goto out_free;
 	}
-	err = pool_copy_full(&x);
+	err = pool_copy_full(&x, b);
 	if (p->displace)
 		pool_displace(p);
 
@@ -494,6 +501,15 @@ out_free:
 	if (x.found != found_stack)
 		free(x.found);
 out:
-	stats_add(ST_TIME_SHIM_NS, pool_now_ns() - t0 - x.h2d_ns);
+	ledger_elapsed(&t0, &wall_ns, &cpu_ns);
+	wall_ns = pool_sub(wall_ns, x.h2d_ns);
+	cpu_ns = pool_sub(cpu_ns, rc.cpu ? rc.send_cpu_ns : x.h2d_ns);
+	stats_add(ST_TIME_SHIM_NS, wall_ns);
+	stats_add(ST_TIME_SHIM_CPU_NS, cpu_ns);
+	/* The ledger weighs host time: a synchronous copy's wait for its stream is the device's. */
+	wall_ns = pool_sub(wall_ns, x.wait_ns);
+	cpu_ns = pool_sub(cpu_ns, x.timed_cpu ? x.wait_cpu_ns : x.wait_ns);
+	if (fed && !err && slot >= 0 && pool_cfg->ledger != LEDGER_OFF && !pool_cfg->dry)
+		pool_ledger_pooled(&x, slot, wall_ns, cpu_ns, pool_thread_ops() - ops0, rc.sends);
 	return err;
 }

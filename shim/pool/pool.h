@@ -91,6 +91,14 @@ struct pool_request {
 	 * than now (pincheck.h).
 	 */
 	int verify;
+	/*
+	 * The cost ledger and the back-off per copy kind (issue 16): the
+	 * matched spec (layout_hit.spec: its index in the layout, -1 for
+	 * whole:MIN), and whether the source is pinned (a pageable one is
+	 * staged during the call, so the link meter times the caller's wait).
+	 */
+	int spec;
+	int src_pinned;
 };
 
 /* Remembers the configuration the pools use; called once before pool_get. */

@@ -41,6 +41,8 @@
 #include "pool/backoff.h"
 #include "pool/fingerprint.h"
 #include "pool/index.h"
+#include "pool/ledger.h"
+#include "pool/link.h"
 #include "pool/registry.h"
 #include "pool/slab.h"
 #include "core/stats.h"
@@ -89,7 +91,11 @@ struct pool {
 	_Atomic int displace;          /* a higher-priority row was refused: free a lower slab */
 	uint64_t alloc_retry_at, probe_retry_at;
 	unsigned alloc_failures, probe_failures;
-	struct backoff backoff;
+	/* Issue 16: the cost ledger per spec slot (ledger.h), the back-off per
+	 * copy kind (backoff.h), and the link meter (link.h); under mu. */
+	struct ledger ledgers[LEDGER_SPECS];
+	struct backoff_kinds kinds;
+	struct link_meter link;
 	struct index samples;   /* fingerprints of rows sampled while stood down */
 	dev_event *free_events;
 	uint32_t nfree_events, free_events_cap;
@@ -116,6 +122,13 @@ struct pool_copy_ctx {
 	int send_sync;          /* deliver with the synchronous entry (the copy's last operation) */
 	int64_t open_slab, open_seg;
 	struct pincheck *check;
+	/* The cost ledger (issue 16): a link measurement claimed for the
+	 * copy's plain send (route.h: ended right behind the send); whether
+	 * the shim's CPU time is read for this copy; the time a synchronous
+	 * copy waited for its stream, on both clocks (the device's time, not
+	 * the shim's); the time its rows took to hash. */
+	int measure, timed_cpu;
+	uint64_t wait_ns, wait_cpu_ns, fp_ns;
 };
 
 static inline uint64_t pool_now_ns(void)

@@ -14,6 +14,7 @@
 
 #include "core/log.h"
 #include "pool/evict.h"
+#include "pool/link.h"
 #include "pool/pincheck.h"
 #include "pool/pool_impl.h"
 
@@ -82,6 +83,8 @@ static void pool_retire(struct pool *p)
 		    p->dev, pool_live_slabs(p));
 	p->retired = 1;
 	p->state = POOL_OFF;
+	for (int i = 0; i < LEDGER_SPECS; i++)         /* its specs stand aside no more (issue 16) */
+		ledger_retire(&p->ledgers[i], &ledger_board[i]);
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -165,9 +168,11 @@ static void pool_free(struct pool *p, int release_device)
 			device_mem_free(p->dev, s->base);
 		slab_free(s);
 	}
-	if (release_device)
+	if (release_device) {
 		for (uint32_t i = 0; i < p->nfree_events; i++)
 			device_event_free(p->free_events[i]);
+		link_release(&p->link);
+	}
 	free(p->free_events);
 	free(p->slabs);
 	index_release(&p->ix);

@@ -10,6 +10,9 @@
 # with every byte verified, and the shim's counters must agree with the
 # emulated device's (requested == h2d + served, h2d == the device's bytes).
 source "$(dirname "$0")/lib.sh"
+# These checks expect hits: the cost ledger is forced to pool, so that none
+# depends on how fast this machine hashes (ledger.sh tests the ledger).
+export VRAMPOOL_LEDGER=force
 
 export FAKECUDA_JITTER_US=20
 ROW=3072
@@ -55,7 +58,8 @@ sweep() {
 POOL_CALLS="cuMemAlloc_v2 cuMemGetInfo_v2 cuEventCreate cuEventRecord cuEventQuery
 	cuStreamWaitEvent cuLaunchHostFunc cuLaunchKernel cuModuleLoadData cuModuleGetFunction
 	cuMemsetD32Async cuMemcpyDtoHAsync_v2 cuStreamCreate cuStreamQuery cuStreamIsCapturing
-	cuPointerGetAttributes cuCtxGetCurrent cuCtxSetCurrent cuCtxGetId cuThreadExchangeStreamCaptureMode"
+	cuPointerGetAttributes cuCtxGetCurrent cuCtxSetCurrent cuCtxGetId cuThreadExchangeStreamCaptureMode
+	cuEventElapsedTime_v2"
 SYNC_CALLS="cuStreamSynchronize cuEventSynchronize cuEventRecord cuCtxSynchronize cuLaunchKernel"
 OOM_CALLS="cuCtxSynchronize cuMemGetInfo_v2 cuStreamSynchronize"
 

@@ -11,6 +11,9 @@
 # The waits below poll for a file or a line (at most a minute) so that a
 # kill lands mid-run: they wait for a state, they assert no timing.
 source "$(dirname "$0")/lib.sh"
+# These checks expect hits: the cost ledger is forced to pool, so that none
+# depends on how fast this machine hashes (ledger.sh tests the ledger).
+export VRAMPOOL_LEDGER=force
 
 ROW=3072
 LONG="--samples 400 --row $ROW --batch 32 --epochs 1000000"

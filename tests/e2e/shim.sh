@@ -4,6 +4,9 @@
 # mode and with jitter; every byte must verify and the shim's counters must
 # equal the device's own. Also: exports, malformed variables, fork.
 source "$(dirname "$0")/lib.sh"
+# These checks expect hits: the cost ledger is forced to pool, so that none
+# depends on how fast this machine hashes (ledger.sh tests the ledger).
+export VRAMPOOL_LEDGER=force
 
 export FAKECUDA_JITTER_US=100
 SMALL="--samples 300 --row 3072 --batch 32 --epochs 3"

@@ -56,6 +56,10 @@ if [ -z "$OUT" ]; then
 fi
 mkdir -p "$OUT"
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+# The check proves the pool's work on the device, so its cases expect hits:
+# the cost ledger is forced to pool unless the caller says otherwise
+# (VRAMPOOL_LEDGER=on tests/gpu/check.sh runs the matrix with its verdicts).
+export VRAMPOOL_LEDGER=${VRAMPOOL_LEDGER:-force}
 export PATH=$CUDA_HOME/bin:$PATH
 PY=${PYTHON:-python3}
 rows=()
