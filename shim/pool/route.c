@@ -188,13 +188,9 @@ int pool_copy_aside(struct pool_copy_ctx *x, int slot)
 	return err;
 }
 
-/*
- * Routes one copy; called with p->mu held. *b gets the copy kind's
- * back-off, *measure whether the plain send is timed for the link meter
- * (its first event is then recorded on the stream already).
- */
-enum pool_route pool_route(struct pool *p, const struct pool_request *r, int slot,
-				  struct backoff **b, int *measure)
+/* Routes one copy (route.h); called with p->mu held. */
+enum pool_route pool_route(struct pool *p, const struct pool_request *r, int slot, struct backoff **b,
+			   int *measure)
 {
 	int ledger = pool_cfg->ledger != LEDGER_OFF && !pool_cfg->dry && slot >= 0;
 	enum pool_route route;
