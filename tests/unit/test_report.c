@@ -271,6 +271,75 @@ static void test_file_special_path_written_in_place(void)
 	rmdir(path);
 }
 
+/* What the race hook puts in place of the path: a link to race_target. */
+static char race_target[128];
+
+static void race_swap_for_link(const char *path)
+{
+	unlink(path);
+	if (symlink(race_target, path) != 0)
+		fprintf(stderr, "symlink: %s\n", strerror(errno));
+}
+
+/*
+ * The stats path is checked, then opened: a FIFO (or a link to one) swapped
+ * in between for a link to a regular file is never written through, nor
+ * is a FIFO swapped for a link to another FIFO. The hook makes the swap
+ * land in that window every time.
+ */
+static void test_file_swapped_between_check_and_open(void)
+{
+	char path[128], fifo[128], buf[64];
+	struct stat st;
+	int rfd;
+
+	in_tmp(race_target, sizeof(race_target), "victim");
+	in_tmp(path, sizeof(path), "race.json");
+	CU_ASSERT_EQUAL_FATAL(report_write_file(race_target, "precious\n", 9), 0);
+	/* a FIFO with a reader, swapped for a link to the victim */
+	CU_ASSERT_EQUAL_FATAL(mkfifo(path, 0600), 0);
+	rfd = open(path, O_RDONLY | O_NONBLOCK);
+	CU_ASSERT_FATAL(rfd >= 0);
+	report_file_set_race_hook(race_swap_for_link);
+	CU_ASSERT_EQUAL(report_write_file(path, "{}\n", 3), 0);
+	report_file_set_race_hook(NULL);
+	close(rfd);
+	CU_ASSERT_EQUAL(slurp(race_target, buf, sizeof(buf)), 9);
+	CU_ASSERT_STRING_EQUAL(buf, "precious\n");		/* never written through */
+	CU_ASSERT(lstat(path, &st) == 0 && S_ISREG(st.st_mode));	/* the name was replaced */
+	CU_ASSERT_EQUAL(slurp(path, buf, sizeof(buf)), 3);
+	unlink(path);
+	/* a link the user named, to a FIFO, retargeted to the victim */
+	in_tmp(fifo, sizeof(fifo), "race.fifo");
+	CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+	CU_ASSERT_EQUAL_FATAL(symlink(fifo, path), 0);
+	rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+	CU_ASSERT_FATAL(rfd >= 0);
+	report_file_set_race_hook(race_swap_for_link);
+	CU_ASSERT_EQUAL(report_write_file(path, "{}\n", 3), 0);
+	report_file_set_race_hook(NULL);
+	CU_ASSERT(read(rfd, buf, sizeof(buf)) <= 0);	/* nothing reached the FIFO either */
+	close(rfd);
+	CU_ASSERT_EQUAL(slurp(race_target, buf, sizeof(buf)), 9);
+	CU_ASSERT_STRING_EQUAL(buf, "precious\n");
+	CU_ASSERT(lstat(path, &st) == 0 && S_ISREG(st.st_mode));
+	unlink(path);
+	unlink(race_target);
+	/* a FIFO swapped for a link to another FIFO: the link is not followed (O_NOFOLLOW) */
+	CU_ASSERT_EQUAL_FATAL(mkfifo(path, 0600), 0);
+	snprintf(race_target, sizeof(race_target), "%s", fifo);
+	rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+	CU_ASSERT_FATAL(rfd >= 0);
+	report_file_set_race_hook(race_swap_for_link);
+	CU_ASSERT_EQUAL(report_write_file(path, "{}\n", 3), 0);
+	report_file_set_race_hook(NULL);
+	CU_ASSERT(read(rfd, buf, sizeof(buf)) <= 0);
+	close(rfd);
+	CU_ASSERT(lstat(path, &st) == 0 && S_ISREG(st.st_mode));
+	unlink(path);
+	unlink(fifo);
+}
+
 static void test_file_every_name_taken(void)
 {
 	char path[128], tmp[160];
@@ -731,6 +800,8 @@ static const CU_TestInfo tests[] = {
 	  test_file_never_waits_on_a_fifo },
 	{ "a stats path naming a FIFO or a device is written in place and stays one",
 	  test_file_special_path_written_in_place },
+	{ "a FIFO or a link to one swapped for a link between the check and the open is never written through",
+	  test_file_swapped_between_check_and_open },
 	{ "when every temporary name is taken nothing is written", test_file_every_name_taken },
 	{ "a stats directory that cannot be written is one escaped line at load time",
 	  test_missing_directory_reported_at_load },
