@@ -5,6 +5,7 @@
 #   make demo            the trainer with and without the shim, then the A/B report
 #   make bench           benchmarks (ratios against baselines measured in the same run)
 #   make fuzz            libFuzzer targets, FUZZ_SECONDS each (clang; tests/fuzz)
+#   make tsan            ThreadSanitizer build and runs of the threaded programs
 #   make install PREFIX=/usr/local     command, library, man page (man vrampool)
 #   make uninstall PREFIX=/usr/local   removes what install put there
 #   make ptx             refresh the committed shim/device/gather.ptx with nvcc
@@ -100,8 +101,8 @@ ptx: $(B)/shim/gather.ptx
 $(B)/libvrampool.map: shim/intercept/libvrampool.map.in shim/intercept/entries.h | $(B)
 	$(CC) -E -P -x c -Ishim -o $@ shim/intercept/libvrampool.map.in
 
-$(B)/libvrampool.so: $(SHIM_OBJ) $(GATHER_OBJ) $(B)/libvrampool.map
-	$(CC) -shared -fPIC -o $@ $(SHIM_OBJ) $(GATHER_OBJ) -Wl,--version-script=$(B)/libvrampool.map \
+$(B)/libvrampool.so: $(SHIM_OBJ) $(GATHER_OBJ) $(B)/libvrampool.map $(TSAN_SEED)
+	$(CC) -shared -fPIC -o $@ $(SHIM_OBJ) $(GATHER_OBJ) $(TSAN_SEED) -Wl,--version-script=$(B)/libvrampool.map \
 		-Wl,-z,defs -Wl,-soname,libvrampool.so -pthread -ldl
 
 # ---- the vrampool command ---------------------------------------------------
@@ -308,6 +309,21 @@ fuzz:
 	$(MAKE) $(FUZZ_BIN)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) scripts/fuzz.sh
 
+# ThreadSanitizer (outside `make test`): the library, the emulated device
+# and the threaded programs built again under build/tsan by the rules above
+# (the compiler carries -fsanitize=thread, so every compile and link does),
+# then run by scripts/tsan.sh, which lists every race it reports.
+# That library also carries tests/tsan/seed.c (TSAN_SEED; it says why),
+# built uninstrumented; every file of the library itself is instrumented.
+TSAN_BUILT := libvrampool.so fakecuda/libcudart.so.13 apps/trainer apps/drvloader apps/dltest apps/reload
+$(B)/tsan_seed.o: tests/tsan/seed.c | $(B)
+	$(CC) $(CFLAGS_COMMON) -fno-sanitize=thread -fPIC -fvisibility=hidden -c -o $@ $<
+tsan:
+	@CUDA_HOME=$(CUDA_HOME) scripts/deps.sh tsan
+	$(MAKE) B=$(B)/tsan CC="$(CC) -fsanitize=thread" OPT="-O1 -g" TSAN_SEED=$(B)/tsan/tsan_seed.o \
+		$(TSAN_BUILT:%=$(B)/tsan/%)
+	scripts/tsan.sh
+
 MANDIR := $(PREFIX)/share/man/man1
 
 install: $(B)/libvrampool.so $(B)/vrampool $(B)/vrampool.1
@@ -329,5 +345,5 @@ $(B) $(B)/shim $(B)/analysis $(B)/analysis/shim $(B)/fakecuda/obj $(B)/fakecuda/
 $(B)/unit/obj $(B)/unit/tool $(B)/bench $(B)/gpu $(B)/fuzz $(B)/fuzz/replay:
 	mkdir -p $@
 
-.PHONY: all deps test demo bench fuzz install uninstall clean ptx
+.PHONY: all deps test demo bench fuzz tsan install uninstall clean ptx
 .SECONDARY:
