@@ -74,7 +74,8 @@ for t in $TARGETS; do
 	for f in build/fuzz/work/"$t"/findings/*; do
 		[ -f "$f" ] || continue
 		echo "  finding: $f"
-		grep -m 3 -E 'ERROR: |runtime error: |broken promise: ' "build/fuzz/work/$t/log" | sed 's/^/    /'
+		# The run closed the target's stderr: run the finding alone to show what it breaks.
+		"build/fuzz/$t" "$f" 2>&1 | grep -m 3 -E 'ERROR: [A-Z]|runtime error: |broken promise: ' | sed 's/^/    /'
 	done
 done
 [ "$bad" -eq 0 ] && echo "fuzz: no findings" || echo "fuzz: findings above; check each in under tests/fuzz/regress/<target>/"

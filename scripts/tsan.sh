@@ -59,6 +59,11 @@ RUNS=(
 	"reload|$POOL|$T/apps/reload --rounds 4 --row 3072"
 	"reload-direct|$POOL|$T/apps/reload --rounds 4 --row 3072 --direct"
 )
+# Threads making their first copies at once, around an early probe: the
+# window of the p->decided race is narrow (about 1 run in 4 shows it).
+for i in 1 2 3 4 5 6 7 8; do
+	RUNS+=("dltest-threads-$i|VRAMPOOL_LAYOUT=4096 VRAMPOOL_PROBE_AFTER=4 VRAMPOOL_QUIET=1|$T/apps/dltest threads")
+done
 
 failed_runs=0
 for r in "${RUNS[@]}"; do
