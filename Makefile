@@ -4,6 +4,8 @@
 #   make test            install missing deps, build, run every test this machine can run
 #   make demo            the trainer with and without the shim, then the A/B report
 #   make bench           benchmarks (ratios against baselines measured in the same run)
+#   make fuzz            libFuzzer targets, FUZZ_SECONDS each (clang; tests/fuzz)
+#   make tsan            ThreadSanitizer build and runs of the threaded programs
 #   make install PREFIX=/usr/local     command, library, man page (man vrampool)
 #   make uninstall PREFIX=/usr/local   removes what install put there
 #   make ptx             refresh the committed shim/device/gather.ptx with nvcc
@@ -99,8 +101,8 @@ ptx: $(B)/shim/gather.ptx
 $(B)/libvrampool.map: shim/intercept/libvrampool.map.in shim/intercept/entries.h | $(B)
 	$(CC) -E -P -x c -Ishim -o $@ shim/intercept/libvrampool.map.in
 
-$(B)/libvrampool.so: $(SHIM_OBJ) $(GATHER_OBJ) $(B)/libvrampool.map
-	$(CC) -shared -fPIC -o $@ $(SHIM_OBJ) $(GATHER_OBJ) -Wl,--version-script=$(B)/libvrampool.map \
+$(B)/libvrampool.so: $(SHIM_OBJ) $(GATHER_OBJ) $(B)/libvrampool.map $(TSAN_SEED)
+	$(CC) -shared -fPIC -o $@ $(SHIM_OBJ) $(GATHER_OBJ) $(TSAN_SEED) -Wl,--version-script=$(B)/libvrampool.map \
 		-Wl,-z,defs -Wl,-soname,libvrampool.so -pthread -ldl
 
 # ---- the vrampool command ---------------------------------------------------
@@ -241,9 +243,46 @@ $(B)/bench/%: tests/bench/%.c $(CORE_OBJ) $(GATHER_OBJ) | $(B)/bench
 $(B)/gpu/gather_check: tests/gpu/gather_check.c $(CORE_OBJ) $(GATHER_OBJ) | $(B)/gpu
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -Ishim -o $@ $< $(CORE_OBJ) $(GATHER_OBJ) -ldl -lm
 
+# ---- fuzz targets (tests/fuzz): make fuzz, and their replay in make test ----
+# Each target is tests/fuzz/fuzz_T.c with the sources it reads through
+# (FUZZ_SRC_T), built twice: with clang and libFuzzer under ASan and UBSan
+# for `make fuzz` (scripts/fuzz.sh runs each for FUZZ_SECONDS), and with
+# $(CC) under ASan and UBSan (float casts too, which gcc's undefined group
+# leaves out) as a plain program replaying files (tests/fuzz/replay.c):
+# tests/e2e/fuzz_replay.sh replays the corpus and the checked-in findings.
+FUZZ_TARGETS := config layout size escape dump telemetry elf
+FUZZ_SRC_config    := shim/core/config.c shim/core/layout.c shim/core/size.c shim/core/log.c
+FUZZ_SRC_layout    := shim/core/layout.c shim/core/size.c
+FUZZ_SRC_size      := shim/core/size.c
+FUZZ_SRC_escape    := analysis/text.c
+FUZZ_SRC_dump      := analysis/dump.c analysis/load.c analysis/telemetry.c analysis/report.c analysis/text.c
+FUZZ_SRC_telemetry := analysis/telemetry.c analysis/load.c analysis/text.c
+FUZZ_SRC_elf       := analysis/elf_facts.c
+FUZZ_LIBS_dump      := -ljansson -lm
+FUZZ_LIBS_telemetry := -ljansson -lm
+FUZZ_LIBS_elf       := -lelf
+FUZZ_CC     ?= clang
+FUZZ_CFLAGS := $(CFLAGS_COMMON) -Ishim -Ianalysis -Itests/fuzz -DVRAMPOOL_VERSION='"$(VERSION)"'
+FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_DEPS   := tests/fuzz/fuzz.c tests/fuzz/fuzz.h $(SHIM_HDR) $(wildcard analysis/*.h)
+FUZZ_BIN    := $(FUZZ_TARGETS:%=$(B)/fuzz/%)
+FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(B)/fuzz/replay/%)
+
+define FUZZ_RULES
+$(B)/fuzz/$(1): tests/fuzz/fuzz_$(1).c $(FUZZ_SRC_$(1)) $(FUZZ_DEPS) | $(B)/fuzz
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(FUZZ_SAN) -o $$@ tests/fuzz/fuzz_$(1).c tests/fuzz/fuzz.c \
+		$(FUZZ_SRC_$(1)) $(FUZZ_LIBS_$(1))
+
+$(B)/fuzz/replay/$(1): tests/fuzz/fuzz_$(1).c tests/fuzz/replay.c $(FUZZ_SRC_$(1)) $(FUZZ_DEPS) | $(B)/fuzz/replay
+	$(CC) $(FUZZ_CFLAGS) $(UNITSAN) -fsanitize=float-cast-overflow,float-divide-by-zero -fno-sanitize-recover=all \
+		-o $$@ tests/fuzz/fuzz_$(1).c tests/fuzz/fuzz.c tests/fuzz/replay.c $(FUZZ_SRC_$(1)) $(FUZZ_LIBS_$(1))
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call FUZZ_RULES,$(t))))
+
 # ---- top-level targets ------------------------------------------------------
 TARGETS := $(B)/libvrampool.so $(B)/vrampool $(B)/vrampool.1 $(B)/fakecuda/libcudart.so.13 \
-           $(FAKECHECK_BIN) $(APP_BIN) $(UNIT_BIN) $(TOOLTEST_BIN) $(BENCH_BIN) $(B)/gpu/gather_check
+           $(FAKECHECK_BIN) $(APP_BIN) $(UNIT_BIN) $(TOOLTEST_BIN) $(BENCH_BIN) $(B)/gpu/gather_check \
+           $(FUZZ_REPLAY)
 
 all: $(TARGETS)
 
@@ -261,6 +300,29 @@ demo: deps
 bench: deps
 	$(MAKE) all
 	CUDA_HOME=$(CUDA_HOME) scripts/bench.sh
+
+# Fuzzing (outside `make test`): each target for FUZZ_SECONDS (or FUZZ_RUNS
+# inputs); findings go to build/fuzz/work/T/findings (scripts/fuzz.sh).
+FUZZ_SECONDS ?= 60
+fuzz:
+	@CUDA_HOME=$(CUDA_HOME) scripts/deps.sh fuzz
+	$(MAKE) $(FUZZ_BIN)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) scripts/fuzz.sh
+
+# ThreadSanitizer (outside `make test`): the library, the emulated device
+# and the threaded programs built again under build/tsan by the rules above
+# (the compiler carries -fsanitize=thread, so every compile and link does),
+# then run by scripts/tsan.sh, which lists every race it reports.
+# That library also carries tests/tsan/seed.c (TSAN_SEED; it says why),
+# built uninstrumented; every file of the library itself is instrumented.
+TSAN_BUILT := libvrampool.so fakecuda/libcudart.so.13 apps/trainer apps/drvloader apps/dltest apps/reload
+$(B)/tsan_seed.o: tests/tsan/seed.c | $(B)
+	$(CC) $(CFLAGS_COMMON) -fno-sanitize=thread -fPIC -fvisibility=hidden -c -o $@ $<
+tsan:
+	@CUDA_HOME=$(CUDA_HOME) scripts/deps.sh tsan
+	$(MAKE) B=$(B)/tsan CC="$(CC) -fsanitize=thread" OPT="-O1 -g" TSAN_SEED=$(B)/tsan/tsan_seed.o \
+		$(TSAN_BUILT:%=$(B)/tsan/%)
+	scripts/tsan.sh
 
 MANDIR := $(PREFIX)/share/man/man1
 
@@ -280,8 +342,8 @@ clean:
 	rm -rf $(B)
 
 $(B) $(B)/shim $(B)/analysis $(B)/analysis/shim $(B)/fakecuda/obj $(B)/fakecuda/check $(B)/apps \
-$(B)/unit/obj $(B)/unit/tool $(B)/bench $(B)/gpu:
+$(B)/unit/obj $(B)/unit/tool $(B)/bench $(B)/gpu $(B)/fuzz $(B)/fuzz/replay:
 	mkdir -p $@
 
-.PHONY: all deps test demo bench install uninstall clean ptx
+.PHONY: all deps test demo bench fuzz tsan install uninstall clean ptx
 .SECONDARY:

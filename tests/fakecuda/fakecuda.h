@@ -110,7 +110,7 @@ struct CUmemPoolHandle_st {
 struct CUctx_st {
 	int dev;
 	int refs;
-	int active;              /* used since the last reset (cuDevicePrimaryCtxGetState) */
+	atomic_int active;       /* used since the last reset (cuDevicePrimaryCtxGetState); set by any thread */
 	unsigned long long gen;  /* bumped by cudaDeviceReset; part of cuCtxGetId */
 };
 
@@ -208,13 +208,13 @@ struct fc_state {
 	pthread_cond_t cond;     /* broadcast on every enqueue and completion */
 	int inited;
 	int is_child;            /* this process is a fork() child */
-	int used;                /* the API was called in this process */
+	atomic_int used;         /* the API was called in this process; set by any thread */
 	unsigned gen;            /* bumped in a fork child: invalidates TLS */
 	struct fc_config cfg;
 	struct fc_device dev[FC_MAX_DEV];
 	struct fc_hostrange *hosts;
 	struct CUstream_st *streams; /* every stream ever created, live or not */
-	int driver_inited;
+	atomic_int driver_inited; /* set by any thread's first call */
 };
 
 extern struct fc_state fc;

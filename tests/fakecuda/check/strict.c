@@ -487,6 +487,27 @@ static void test_fault_injection(void)
 	CU_ASSERT(child_ok(in_child(child_faults, env)));
 }
 
+/* Whether the report written now contains TEXT after its "injected" key. */
+static int fault_report_has(const char *text)
+{
+	int (*write_report)(const char *path);
+	char path[64], buf[8192];
+	const char *inj;
+	size_t n;
+	FILE *f;
+
+	*(void **)&write_report = dlsym(RTLD_DEFAULT, "fakecuda_write_report");
+	snprintf(path, sizeof(path), "/tmp/fakecuda-faults-%d.json", (int)getpid());
+	if (!write_report || write_report(path) != 0 || !(f = fopen(path, "r")))
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	unlink(path);
+	inj = strstr(buf, "\"injected\": {");
+	return inj && strstr(inj, text) != NULL;
+}
+
 /* Only the 2nd and 4th cudaMalloc fail (out of memory), the 3rd
  * cuMemsetD8 only, cudaStreamCreate from the 2nd on: '#' items repeat and
  * mix with '@' items in one list. */
@@ -513,6 +534,11 @@ static void child_fault_once(void)
 	CHK(counter("injected_faults") == 5);
 	CHK(counter("oom_errors") == 0);
 	CHK(counter("cudaMalloc") == 8 && counter("memset_calls") == 3);
+	/* Per entry point too, mid-run and in the report's "injected". */
+	CHK(counter("injected:cudaMalloc") == 2 && counter("injected:cuMemsetD8_v2") == 1);
+	CHK(counter("injected:cudaStreamCreate") == 2 && counter("injected:cudaFree") == 0);
+	CHK(fault_report_has("\"injected\": {") &&
+	    fault_report_has("\"cudaMalloc\": 2") && fault_report_has("\"cuMemsetD8_v2\": 1"));
 }
 
 static void test_fault_once(void)
