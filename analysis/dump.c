@@ -323,10 +323,14 @@ const char *dump_label(const struct dump *d, char *buf, size_t size)
 	return buf;
 }
 
+/* 128-bit products (gcc and clang; __extension__ keeps -Wpedantic quiet). */
+__extension__ typedef unsigned __int128 dump_u128;
+
 uint64_t dump_whatif_served_at(const struct dump *d, uint64_t b)
 {
+	dump_u128 num;
+	uint64_t run, rise;
 	int i;
-	double f;
 
 	if (d->npoints == 0)
 		return 0;
@@ -340,10 +344,11 @@ uint64_t dump_whatif_served_at(const struct dump *d, uint64_t b)
 		/* dump_load keeps only curves that never go down: the rise is a count */
 		if (d->curve_served[i] < d->curve_served[i - 1])
 			return d->curve_served[i - 1];
-		f = (double)(b - d->curve_budget[i - 1]) /
-		    (double)(d->curve_budget[i] - d->curve_budget[i - 1]);
-		return d->curve_served[i - 1] +
-		       (uint64_t)(f * (double)(d->curve_served[i] - d->curve_served[i - 1]));
+		/* Exact in integers (doubles overshoot near 2^63): rise * (b - b0) / run < 2^128. */
+		run = d->curve_budget[i] - d->curve_budget[i - 1];
+		rise = d->curve_served[i] - d->curve_served[i - 1];
+		num = (dump_u128)rise * (b - d->curve_budget[i - 1]);
+		return d->curve_served[i - 1] + (uint64_t)(num / run);
 	}
 	return d->curve_served[d->npoints - 1];
 }

@@ -13,8 +13,6 @@ FUZZ=$ROOT/tests/fuzz
 # Findings that still break today, by a known bug: file -> the issue's
 # item. Each replays on its own as a known bug; a fix turns it to PASS.
 declare -A KNOWN=(
-	[dump/whatif-served-goes-down.json]="issue 17 item D: a what-if curve whose served bytes go down converts a negative double to unsigned"
-	[dump/whatif-rounding-overshoots.json]="issue 17 item D (found with it): the curve read through doubles at a point of 2^63-1 served bytes gives 2^63, more than the point"
 )
 
 # replay T FILE...: runs target T's replay program on the files.
