@@ -19,7 +19,10 @@
  *   2. the hits and captures: one gather kernel launch, or where the
  *      kernel is not available (device_gather_ready) or cannot take them,
  *      one batch of device-to-device copies;
- * then the run-time check of a pinned source (a host function), only when
+ * (Only where neither the kernel nor the batched call can be had, or after
+ * a failure of the pool's own, do hits and captures take one copy per run
+ * of rows, and a fallback sends rows again.)
+ * Then the run-time check of a pinned source (a host function), only when
  * the copy captured rows from a pinned source and the stream had work
  * queued ahead of the copy (device_stream_idle, asked before step 1), and
  * (by pool_publish) one event per segment behind the captures. A copy
