@@ -149,11 +149,12 @@ CONTEXTS=(
 	"pool     pool   -                    -                      all"
 	"sync     sync   -                    -                      all"
 	"oom      oom    -                    -                      all"
-	"stream   stream -                    -                      cuStreamQuery"
+	"stream   stream -                    -                      cuStreamQuery cuStreamGetFlags"
 	"nokernel pool   FAKECUDA_KERNEL=none -                      cuMemcpyBatchAsync_v2 cuMemcpyDtoDAsync_v2 cuStreamWaitEvent cuStreamCreate cuEventCreate cuEventRecord"
 	"nowait   sync   -                    cuStreamSynchronize@1  cuEventSynchronize cuEventDestroy_v2"
 	"nofunc   pool   -                    cuModuleGetFunction#1  cuModuleUnload"
 	"noself   pool   -                    cuStreamCreate@1       cuGetErrorName"
+	"nomap    pool   -                    cuMemHostGetDevicePointer_v2#1 cuMemFreeHost"
 )
 
 # Planned runs that differ from the fault-free run today, by a known shim

@@ -156,6 +156,7 @@ static const struct fc_proc procs[] = {
 	P("cuMemRetainAllocationHandle", 0, cuMemRetainAllocationHandle, NULL),
 	P("cuMemGetAllocationPropertiesFromHandle", 0, cuMemGetAllocationPropertiesFromHandle, NULL),
 	P("cuMemFreeHost", 0, cuMemFreeHost, NULL),
+	P("cuMemHostGetDevicePointer", 0, cuMemHostGetDevicePointer_v2, NULL),
 	P("cuMemHostRegister", 0, cuMemHostRegister_v2, NULL),
 	P("cuMemHostUnregister", 0, cuMemHostUnregister, NULL),
 	P("cuPointerGetAttribute", 0, cuPointerGetAttribute, NULL),
