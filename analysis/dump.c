@@ -6,6 +6,7 @@
  * at a budget.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,12 +102,19 @@ static int dump_parse_ledger(struct load_error *e, struct dump *d, json_t *root)
 	return 0;
 }
 
-/* Reads "whatif": the figures and the curve, thinned to DUMP_CURVE_MAX points. */
+/*
+ * Reads "whatif": the figures and the curve, thinned to DUMP_CURVE_MAX
+ * points. Along a curve neither the budget nor the bytes served go down
+ * (the library writes it so): one that does is not read, since what is
+ * read between its points would be nonsense (and a served figure that
+ * falls would be a negative difference turned into a count).
+ */
 static int dump_parse_whatif(struct load_error *e, struct dump *d, json_t *w)
 {
 	json_t *curve, *pt;
 	size_t i, n, step_num, k;
-	uint64_t b, s;
+	uint64_t b, s, pb = 0, ps = 0;
+	char shown[128];
 	int err;
 
 	if (!w)
@@ -129,6 +137,15 @@ static int dump_parse_whatif(struct load_error *e, struct dump *d, json_t *w)
 		if ((err = load_count(e, json_array_get(pt, 0), "whatif", "curve[][0]", &b)) ||
 		    (err = load_count(e, json_array_get(pt, 1), "whatif", "curve[][1]", &s)))
 			return err;
+		if (i > 0 && (b < pb || s < ps)) {
+			snprintf(shown, sizeof(shown), "[%" PRIu64 ", %" PRIu64 "] after [%" PRIu64 ", %" PRIu64 "]",
+				 b, s, pb, ps);
+			return load_value_error(e, "whatif", "curve", shown, b < pb ?
+						"the budgets of a what-if curve never go down" :
+						"the bytes a what-if curve serves never go down as the budget grows");
+		}
+		pb = b;
+		ps = s;
 	}
 	/* Keep at most DUMP_CURVE_MAX points, evenly, the first and the last. */
 	step_num = n > DUMP_CURVE_MAX ? n - 1 : 0;
@@ -369,10 +386,14 @@ const char *dump_label(const struct dump *d, char *buf, size_t size)
 	return buf;
 }
 
+/* 128-bit products (gcc and clang; __extension__ keeps -Wpedantic quiet). */
+__extension__ typedef unsigned __int128 dump_u128;
+
 uint64_t dump_whatif_served_at(const struct dump *d, uint64_t b)
 {
+	dump_u128 num;
+	uint64_t run, rise;
 	int i;
-	double f;
 
 	if (d->npoints == 0)
 		return 0;
@@ -383,10 +404,14 @@ uint64_t dump_whatif_served_at(const struct dump *d, uint64_t b)
 			continue;
 		if (d->curve_budget[i] == d->curve_budget[i - 1])
 			return d->curve_served[i];
-		f = (double)(b - d->curve_budget[i - 1]) /
-		    (double)(d->curve_budget[i] - d->curve_budget[i - 1]);
-		return d->curve_served[i - 1] +
-		       (uint64_t)(f * ((double)d->curve_served[i] - (double)d->curve_served[i - 1]));
+		/* dump_load keeps only curves that never go down: the rise is a count */
+		if (d->curve_served[i] < d->curve_served[i - 1])
+			return d->curve_served[i - 1];
+		/* Exact in integers (doubles overshoot near 2^63): rise * (b - b0) / run < 2^128. */
+		run = d->curve_budget[i] - d->curve_budget[i - 1];
+		rise = d->curve_served[i] - d->curve_served[i - 1];
+		num = (dump_u128)rise * (b - d->curve_budget[i - 1]);
+		return d->curve_served[i - 1] + (uint64_t)(num / run);
 	}
 	return d->curve_served[d->npoints - 1];
 }

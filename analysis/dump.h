@@ -11,8 +11,10 @@
  * a count must be a whole number from 0 to 2^63-1 (jansson's integers; an
  * integral real up to 2^64 is taken too); a negative number, a fraction
  * where a count is expected, or a number too large to represent is an
- * error that names the key. Strings are kept as they are; they are escaped
- * when printed. "-" as a path reads standard input.
+ * error that names the key. A what-if curve whose budget or served bytes
+ * go down from one point to the next is an error too. Strings are kept as
+ * they are; they are escaped when printed. "-" as a path reads standard
+ * input.
  *
  * dump.c reads the stats dump and derives from it (sums, labels, the
  * what-if curve at a budget); telemetry.c reads the telemetry file; both

@@ -4,15 +4,17 @@
  * It finds the library that belongs to this command (beside it in build/,
  * or in ../lib/vrampool/ relative to its real path after `make install`),
  * prepends it to LD_PRELOAD (an existing LD_PRELOAD is kept), maps its flags
- * to the VRAMPOOL_* variables, runs CMD with fork and execvp, passes CMD's
- * exit status through (128 + the signal, as a shell does) and prints the
+ * to the VRAMPOOL_* variables, runs CMD with fork and execvp, prints the
  * report of the dumps the library wrote, on stderr so that CMD's standard
- * output stays its own. `--ab` runs CMD twice, off then on, and prints the
- * comparison with the wall time of each run.
+ * output stays its own, and ends as CMD did (its exit status, or dying of
+ * its signal, which a shell shows as 128 + the signal). `--ab` runs CMD
+ * twice, off then on, and prints the comparison with the wall time of each
+ * run; a signal that stops run 1 ends the A/B there.
  *
  * Before it starts anything it checks what the library would only find out
- * later (run_check.c); after each run it collects and reports the dumps
- * (run_dumps.c). run.h is the contract between the three.
+ * later (run_check.c); while CMD runs it passes signals on and bounds the
+ * wait (run_wait.c); after each run it collects and reports the dumps
+ * (run_dumps.c). run.h is the contract between the four.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,11 +37,11 @@ void run_usage(FILE *out)
 	fprintf(out,
 		"usage: vrampool run [--layout SPEC] [--budget B] [--stats FILE] [--off | --dry]\n"
 		"                    [--telemetry FILE] [--interval S] [--verbose] [--ab]\n"
-		"                    -- CMD ARGS...\n"
+		"                    [--kill-after S] -- CMD ARGS...\n"
 		"\n"
 		"Runs CMD with the vrampool library preloaded, then prints the report of\n"
-		"the run on stderr. CMD's exit status is passed through (128 + N when a\n"
-		"signal N killed it).\n"
+		"the run on stderr. CMD's exit status is passed through; when signal N\n"
+		"killed it, vrampool dies of N too (a shell says 128 + N).\n"
 		"\n"
 		"  --layout SPEC     VRAMPOOL_LAYOUT: row specs, e.g. u8:3x224x224, 150528,\n"
 		"                    whole:1M, or auto (the library finds the row size)\n"
@@ -56,7 +58,15 @@ void run_usage(FILE *out)
 		"  --ab              run CMD twice, off then on, and print the comparison with\n"
 		"                    the wall time of each run; the exit status is the first\n"
 		"                    nonzero of the two. The second run is skipped when the\n"
-		"                    first ends before any CUDA call.\n"
+		"                    first ends before any CUDA call, or when a signal stops\n"
+		"                    the first (Ctrl-C): run 1 is reported alone.\n"
+		"  --kill-after S    seconds from a signal passed on to CMD to SIGKILL (default 30)\n"
+		"\n"
+		"SIGINT, SIGTERM, SIGHUP or SIGQUIT sent to vrampool alone (kill PID, docker\n"
+		"stop) is passed on to CMD; one that reached CMD too (Ctrl-C on the terminal,\n"
+		"CMD's own kill(0, ...)) is not. CMD still running S seconds after a signal\n"
+		"passed on gets SIGKILL. vrampool then ends as CMD did: its exit status, or\n"
+		"dying of the same signal.\n"
 		"\n"
 		"Before it starts CMD, run checks every flag and every inherited VRAMPOOL_*\n"
 		"variable with the library's own parser, and that the stats directory can\n"
@@ -228,12 +238,12 @@ static double now_s(void)
  * not be started (a message is printed).
  */
 static int run_once(struct run_target *t, const struct run_options *o,
-		    const char *lib, const struct child_env *e)
+		    const char *lib, const struct child_env *e, struct run_signals *sigs)
 {
-	struct sigaction ign, old_int, old_quit;
 	const char *pre = getenv("LD_PRELOAD");
+	pid_t launcher = getpid();
 	char *preload;
-	int pipefd[2], child_errno = 0, wstatus, ret = 0;
+	int pipefd[2], child_errno = 0, wstatus = 0, ret = 0;
 	double start;
 	ssize_t n;
 
@@ -243,11 +253,6 @@ static int run_once(struct run_target *t, const struct run_options *o,
 		ret = -ENOMEM;
 		goto out_close_pipe;
 	}
-	memset(&ign, 0, sizeof(ign));
-	ign.sa_handler = SIG_IGN;
-	sigemptyset(&ign.sa_mask);
-	sigaction(SIGINT, &ign, &old_int);
-	sigaction(SIGQUIT, &ign, &old_quit);
 	t->start = time(NULL);
 	start = now_s();
 	fflush(NULL);
@@ -255,11 +260,10 @@ static int run_once(struct run_target *t, const struct run_options *o,
 	if (t->pid < 0) {
 		ret = -errno;
 		fprintf(stderr, "vrampool run: fork: %s\n", strerror(errno));
-		goto out_restore;
+		goto out_free;
 	}
 	if (t->pid == 0) {
-		sigaction(SIGINT, &old_int, NULL);
-		sigaction(SIGQUIT, &old_quit, NULL);
+		run_signals_child(sigs, launcher);
 		close(pipefd[0]);
 		setenv("LD_PRELOAD", preload, 1);
 		child_env_apply(e);
@@ -274,25 +278,24 @@ static int run_once(struct run_target *t, const struct run_options *o,
 	do
 		n = read(pipefd[0], &child_errno, sizeof(child_errno));
 	while (n < 0 && errno == EINTR);
-	while (waitpid(t->pid, &wstatus, 0) < 0) {
-		if (errno != EINTR) {
-			ret = -errno;
-			goto out_restore;
-		}
+	ret = run_wait(sigs, o, t->pid, &wstatus);
+	if (ret != 0) {
+		fprintf(stderr, "vrampool run: waiting for %s: %s\n", esc(o->cmd[0]), strerror(-ret));
+		goto out_free;
 	}
 	t->wall_s = now_s() - start;
-	if (WIFEXITED(wstatus))
+	if (WIFEXITED(wstatus)) {
 		t->status = WEXITSTATUS(wstatus);
-	else if (WIFSIGNALED(wstatus))
-		t->status = 128 + WTERMSIG(wstatus);
+	} else if (WIFSIGNALED(wstatus)) {
+		t->term_sig = WTERMSIG(wstatus);
+		t->status = 128 + t->term_sig;
+	}
 	if (n == (ssize_t)sizeof(child_errno)) {
 		t->exec_failed = true;
 		fprintf(stderr, "vrampool run: cannot run %s: %s\n", esc(o->cmd[0]), strerror(child_errno));
 		ret = -child_errno;
 	}
-out_restore:
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGQUIT, &old_quit, NULL);
+out_free:
 	free(preload);
 out_close_pipe:
 	close(pipefd[0]);
@@ -314,13 +317,16 @@ static int run_parse(struct run_options *o, int argc, char **argv)
 		{ "dry", no_argument, NULL, 'd' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "ab", no_argument, NULL, 'a' },
+		{ "kill-after", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *env;
+	char *end;
 	int c;
 
 	memset(o, 0, sizeof(*o));
+	o->kill_after = RUN_KILL_AFTER_S;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+l:b:s:ovah", options, NULL)) != -1) {
 		switch (c) {
@@ -353,6 +359,15 @@ static int run_parse(struct run_options *o, int argc, char **argv)
 		case 'a':
 			o->ab = true;
 			break;
+		case 'K':
+			errno = 0;
+			o->kill_after = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(o->kill_after > 0) || o->kill_after > 86400) {
+				fprintf(stderr, "vrampool run: --kill-after '%s' is not a number of seconds from 0 to 86400 (e.g. 30, 2.5)\n",
+					esc(optarg));
+				return TOOL_EXIT_ERROR;
+			}
+			break;
 		case 'h':
 			run_usage(stdout);
 			return -1;
@@ -377,15 +392,46 @@ static int run_parse(struct run_options *o, int argc, char **argv)
 	return 0;
 }
 
+/* How an A/B stopped early (run_ab_stopped). */
+enum run_stop { RUN_ENDED, RUN_INTERRUPTED, RUN_BETWEEN };
+
+/*
+ * --ab stopped by a signal: run I+1 was ended by SIG (RUN_ENDED: CMD died
+ * of it) or interrupted (RUN_INTERRUPTED: the launcher took SIG while it
+ * ran), or SIG came after run 1, before run 2 started (RUN_BETWEEN). Says
+ * so, and reports run I (its N dumps ALL) alone: no comparison of a run
+ * cut short with a whole one.
+ */
+static void run_ab_stopped(struct dump *all, int n, const struct run_target *t,
+			   const struct run_options *o, int i, int sig, enum run_stop how)
+{
+	static const char *const pool[2] = { "off", "on" };
+
+	if (how == RUN_BETWEEN)
+		fprintf(stderr, "vrampool run: %s came after run 1: run 2 is not started, and there is no comparison\n",
+			run_signal_name(sig));
+	else
+		fprintf(stderr, "vrampool run: run %d of 2 (pool %s) was %s by %s: the A/B stops here, with no comparison\n",
+			i + 1, pool[i], how == RUN_INTERRUPTED ? "interrupted" : "ended", run_signal_name(sig));
+	fflush(stdout);
+	if (n > 0)
+		run_report_one(all, n, t, o);
+	else
+		run_no_dump(o, t, i ? " (pool on)" : " (pool off)");
+}
+
 int run_main(int argc, char **argv)
 {
 	static const char *const ab_modes[2] = { "off", "on" };
 	struct run_options o;
 	struct run_target t[2];
+	struct run_signals sigs;
 	struct child_env env;
 	struct dump *all[2] = { NULL, NULL }, sum[2];
 	char lib[3 * PATH_MAX];
-	int ret, status = TOOL_EXIT_ERROR, i, runs, ndumps[2] = { 0, 0 };
+	int ret, status = TOOL_EXIT_ERROR, i, runs, ndumps[2] = { 0, 0 }, die = 0, stopped = -1;
+	enum run_stop how = RUN_ENDED;
+	bool sigs_on = false;
 
 	ret = run_parse(&o, argc, argv);
 	if (ret)
@@ -406,24 +452,42 @@ int run_main(int argc, char **argv)
 	if (run_check(&env, &t[runs - 1], &o) != 0)
 		goto out_release;
 	run_preflight(&o);
+	if ((ret = run_signals_init(&sigs)) != 0) {
+		fprintf(stderr, "vrampool run: cannot block the signals it passes on: %s\n", strerror(-ret));
+		goto out_release;
+	}
+	sigs_on = true;
 	status = TOOL_EXIT_OK;
 	for (i = 0; i < runs; i++) {
 		const char *mode = o.ab ? ab_modes[i] : o.off ? "off" : o.dry ? "dry" : NULL;
 
+		if (i > 0 && run_signals_poll(&sigs)) {
+			stopped = i - 1;
+			how = RUN_BETWEEN;
+			die = die ? die : sigs.got;
+			break;
+		}
 		if (o.ab)
 			fprintf(stderr, "vrampool run: run %d of 2, pool %s\n", i + 1, ab_modes[i]);
 		child_env_init(&env, &o, &t[i], mode);
-		if (run_once(&t[i], &o, lib, &env) != 0) {
+		if (run_once(&t[i], &o, lib, &env, &sigs) != 0) {
 			status = t[i].exec_failed ? t[i].status : TOOL_EXIT_ERROR;
 			goto out_release;
 		}
-		if (status == TOOL_EXIT_OK)
+		if (status == TOOL_EXIT_OK) {
 			status = t[i].status;
-		if (t[i].status && runs == 2)
+			die = t[i].term_sig;
+		}
+		if (t[i].status && runs == 2 && !t[i].term_sig)
 			fprintf(stderr, "vrampool run: run %d exited with status %d\n", i + 1, t[i].status);
 		ndumps[i] = run_collect(&t[i], &all[i]);
 		if (ndumps[i] < 0)
 			goto out_release;
+		if (o.ab && (sigs.got || t[i].term_sig)) {
+			stopped = i;
+			how = sigs.got ? RUN_INTERRUPTED : RUN_ENDED;
+			break;
+		}
 		if (ndumps[i] == 0) {
 			run_no_dump(&o, &t[i], o.ab ? (i ? " (pool on)" : " (pool off)") : "");
 			if (o.ab && i == 0) {
@@ -433,7 +497,10 @@ int run_main(int argc, char **argv)
 		}
 	}
 	fflush(stdout);
-	if (runs == 1 && ndumps[0] > 0) {
+	if (stopped >= 0) {
+		run_ab_stopped(all[stopped], ndumps[stopped], &t[stopped], &o, stopped,
+			       how == RUN_ENDED ? t[stopped].term_sig : sigs.got, how);
+	} else if (runs == 1 && ndumps[0] > 0) {
 		run_report_one(all[0], ndumps[0], &t[0], &o);
 	} else if (runs == 2 && ndumps[0] > 0 && ndumps[1] > 0) {
 		run_sum(&sum[0], all[0], ndumps[0], &t[0], &o);
@@ -445,5 +512,9 @@ out_release:
 		free(all[i]);
 	for (i = 0; i < runs; i++)
 		run_target_release(&t[i]);
+	if (sigs_on)
+		run_signals_release(&sigs);
+	if (die)
+		run_die_of(die);
 	return status;
 }

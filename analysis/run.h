@@ -10,6 +10,10 @@
  *   run_check.c  before the launch: every variable through the library's
  *                own parser, the stats and telemetry paths, and inspect's
  *                warning that CMD's copies will not be seen;
+ *   run_wait.c   while CMD runs: the signals that end a job, passed on
+ *                to CMD when they were meant for the launcher alone, the
+ *                bounded wait with its escalation to SIGKILL, and the
+ *                launcher's end with CMD's status (dying of CMD's signal);
  *   run_dumps.c  after each run: the dumps it wrote collected, the copiers
  *                kept, a missing dump explained, and the report printed
  *                (one run alone or side by side; --ab summed per run).
@@ -25,6 +29,7 @@
 #define VRAMPOOL_RUN_H
 
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <sys/types.h>
 #include <time.h>
@@ -32,6 +37,7 @@
 #include "dump.h"
 
 #define MAX_OVERRIDES 16
+#define RUN_KILL_AFTER_S 30.0	/* --kill-after's default */
 
 /* The command line of one `vrampool run`. */
 struct run_options {
@@ -45,6 +51,7 @@ struct run_options {
 	bool dry;
 	bool verbose;
 	bool ab;
+	double kill_after;		/* --kill-after: seconds from a passed-on signal to SIGKILL */
 	char **cmd;
 };
 
@@ -57,7 +64,21 @@ struct run_target {
 	double wall_s;
 	pid_t pid;
 	int status;			/* exit status in shell terms */
+	int term_sig;			/* the signal that ended CMD, or 0 */
 	bool exec_failed;
+};
+
+/*
+ * The launcher's signals while CMD runs (run_wait.c): SIGINT, SIGTERM,
+ * SIGHUP and SIGQUIT (those not ignored at the start) and SIGCHLD, blocked
+ * and taken with sigtimedwait, from the first run to the end.
+ */
+struct run_signals {
+	sigset_t taken;			/* what the launcher blocks and takes */
+	sigset_t old_mask;		/* the mask before, for CMD and the end */
+	struct sigaction old_chld;	/* SIGCHLD's disposition before, likewise */
+	int got;			/* the first ending signal the launcher took, or 0 */
+	int forwarded;			/* the first it passed on to CMD, or 0 */
 };
 
 /* The environment CMD will see, as changes to this process's. */
@@ -85,6 +106,46 @@ int run_check(const struct child_env *e, const struct run_target *t,
 
 /* Warns on stderr when inspect says that CMD's copies cannot be seen. */
 void run_preflight(const struct run_options *o);
+
+/* ---- run_wait.c: while CMD runs ------------------------------------------ */
+
+/*
+ * Before the first run: blocks SIGINT, SIGTERM, SIGHUP and SIGQUIT (each
+ * unless ignored now: it stays ignored, for CMD too) and SIGCHLD, whose
+ * disposition becomes the default. Returns 0 or -errno.
+ */
+int run_signals_init(struct run_signals *s);
+
+/*
+ * In the child, before exec: the mask and SIGCHLD's disposition as they
+ * were, and SIGTERM as the parent-death signal, so that a launcher killed
+ * outright (SIGKILL) still ends CMD politely.
+ */
+void run_signals_child(const struct run_signals *s, pid_t launcher);
+
+/*
+ * Waits for CMD (pid child) and fills *wstatus. An ending signal the
+ * launcher takes meanwhile is noted (s->got) and passed on to CMD when it
+ * was meant for the launcher alone (run_wait.c says how that is told);
+ * o->kill_after seconds after the first passed on, CMD still running gets
+ * SIGKILL. Messages go to stderr. Returns 0 or -errno from waitpid.
+ */
+int run_wait(struct run_signals *s, const struct run_options *o, pid_t child, int *wstatus);
+
+/* Between runs: takes the ending signals that came while no CMD ran. Returns s->got. */
+int run_signals_poll(struct run_signals *s);
+
+/* Restores the mask and SIGCHLD's disposition run_signals_init found. */
+void run_signals_release(struct run_signals *s);
+
+/*
+ * Ends the launcher as sig would (default disposition, unblocked, no core
+ * file), after flushing stdio. Returns only if sig did not end it.
+ */
+void run_die_of(int sig);
+
+/* "SIGINT", "SIGTERM", ..., else "signal N" (a static buffer). */
+const char *run_signal_name(int sig);
 
 /* ---- run_dumps.c: after each run ---------------------------------------- */
 

@@ -77,43 +77,67 @@ static bool unsafe_cp(uint32_t c)
 	       c == 0x200e || c == 0x200f || c == 0x061c;
 }
 
+/*
+ * Writes the escaped form of the character (or bad byte sequence) at P into
+ * TMP (at least 17 bytes) and returns how many bytes of P it stands for.
+ */
+static int escape_unit(const unsigned char *p, char *tmp)
+{
+	uint32_t cp;
+	int n = utf8_len(p, &cp), i, k;
+
+	if (n && !unsafe_cp(cp)) {
+		memcpy(tmp, p, (size_t)n);
+		tmp[n] = '\0';
+		return n;
+	}
+	/* One escape per byte of a bad sequence (or the control). */
+	k = n ? n : 1;
+	tmp[0] = '\0';
+	for (i = 0; i < k; i++) {
+		size_t t = strlen(tmp);
+
+		if (p[i] == '\t')
+			snprintf(tmp + t, 17 - t, "\\t");
+		else if (p[i] == '\n')
+			snprintf(tmp + t, 17 - t, "\\n");
+		else if (p[i] == '\r')
+			snprintf(tmp + t, 17 - t, "\\r");
+		else if (p[i] == 0x1b)
+			snprintf(tmp + t, 17 - t, "\\e");
+		else
+			snprintf(tmp + t, 17 - t, "\\x%02x", p[i]);
+	}
+	return k;
+}
+
+/* The length of the escaped form of P, or more than LIMIT once it passes LIMIT. */
+static size_t escape_len(const unsigned char *p, size_t limit)
+{
+	char tmp[17];
+	size_t len = 0;
+
+	while (*p && len <= limit) {
+		p += escape_unit(p, tmp);
+		len += strlen(tmp);
+	}
+	return len;
+}
+
 const char *tool_escape(const char *s, char *buf, size_t size)
 {
 	const unsigned char *p = (const unsigned char *)(s ? s : "(null)");
-	size_t o = 0;
-	uint32_t cp;
-	char tmp[16];
-	int n, i, k;
+	size_t o = 0, t;
+	char tmp[17];
+	int n;
 
 	if (!size)
 		return buf;
 	while (*p) {
-		n = utf8_len(p, &cp);
-		if (n == 0 || unsafe_cp(cp)) {
-			/* One escape per byte of a bad sequence (or the control). */
-			k = n ? n : 1;
-			tmp[0] = '\0';
-			for (i = 0; i < k; i++) {
-				size_t t = strlen(tmp);
-
-				if (p[i] == '\t')
-					snprintf(tmp + t, sizeof(tmp) - t, "\\t");
-				else if (p[i] == '\n')
-					snprintf(tmp + t, sizeof(tmp) - t, "\\n");
-				else if (p[i] == '\r')
-					snprintf(tmp + t, sizeof(tmp) - t, "\\r");
-				else if (p[i] == 0x1b)
-					snprintf(tmp + t, sizeof(tmp) - t, "\\e");
-				else
-					snprintf(tmp + t, sizeof(tmp) - t, "\\x%02x", p[i]);
-			}
-			n = k;
-		} else {
-			memcpy(tmp, p, (size_t)n);
-			tmp[n] = '\0';
-		}
-		if (o + strlen(tmp) + 4 > size) {
-			/* Room for "..." and the terminator, at least. */
+		n = escape_unit(p, tmp);
+		t = strlen(tmp);
+		/* Near the end, keep room for "..." unless the rest fits whole. */
+		if (o + t + 4 > size && (o + t + 1 > size || o + t + escape_len(p + n, size) + 1 > size)) {
 			if (size >= 4) {
 				if (o > size - 4)
 					o = size - 4;
@@ -122,8 +146,8 @@ const char *tool_escape(const char *s, char *buf, size_t size)
 			}
 			break;
 		}
-		memcpy(buf + o, tmp, strlen(tmp));
-		o += strlen(tmp);
+		memcpy(buf + o, tmp, t);
+		o += t;
 		p += n;
 	}
 	buf[o < size ? o : size - 1] = '\0';

@@ -3,6 +3,10 @@
 # and checks that the CUDA toolkit is there. Idempotent: when everything is
 # present it installs nothing and says so in one line each.
 #
+#   scripts/deps.sh           what `make`, `make test`, `make bench` need
+#   scripts/deps.sh fuzz      also clang and its libFuzzer runtime (make fuzz)
+#   scripts/deps.sh tsan      also gcc's ThreadSanitizer runtime (make tsan)
+#
 # The Python test dependencies (CuPy for tests/e2e/cupy.sh and
 # tests/gpu/cupy_loop.py) live in a virtual environment of their own
 # (Debian 12's pip refuses system-wide installs, PEP 668), pinned, built
@@ -25,6 +29,15 @@ fi
 
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 PKGS="make gcc libc6-dev libelf-dev libcunit1-dev libxxhash-dev libjansson-dev libcairo2-dev pkg-config python3 python3-venv valgrind binutils file man-db groff-base"
+# Debian 12: clang is clang-14, whose libFuzzer (libclang_rt.fuzzer) is in
+# libclang-rt-14-dev; gcc-12's ThreadSanitizer runtime is libtsan2.
+for extra in "$@"; do
+	case $extra in
+	fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;
+	tsan) PKGS="$PKGS libtsan2" ;;
+	*) echo "deps: unknown extra '$extra' (expected fuzz or tsan)" >&2; exit 2 ;;
+	esac
+done
 
 missing=""
 for p in $PKGS; do
@@ -42,6 +55,19 @@ if [ -n "$missing" ]; then
 else
 	echo "deps: all packages present"
 fi
+
+# The extras, checked by use: a runtime that is missing fails to link.
+for extra in "$@"; do
+	case $extra in
+	fuzz) printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return !d + (int)n * 0; }\n' |
+		clang -x c -fsanitize=fuzzer,address,undefined -o /dev/null - ||
+		{ echo "deps: error: clang cannot link a libFuzzer target (libclang-rt-14-dev?)" >&2; exit 1; }
+	      echo "deps: clang $(clang -dumpversion) links libFuzzer targets under ASan and UBSan" ;;
+	tsan) printf 'int main(void) { return 0; }\n' | ${CC:-cc} -x c -fsanitize=thread -o /dev/null - ||
+		{ echo "deps: error: ${CC:-cc} cannot link with -fsanitize=thread (libtsan2?)" >&2; exit 1; }
+	      echo "deps: ${CC:-cc} links ThreadSanitizer programs" ;;
+	esac
+done
 
 if [ ! -f "$CUDA_HOME/include/cuda_runtime_api.h" ] || [ ! -e "$CUDA_HOME/lib64/libcudart.so" ]; then
 	echo "deps: error: no CUDA toolkit at CUDA_HOME=$CUDA_HOME (need include/cuda_runtime_api.h and lib64/libcudart.so); install the CUDA toolkit or set CUDA_HOME" >&2

@@ -10,7 +10,7 @@
  * library's dlsym found by reading the dynamic symbol table of the loaded
  * C library (libc.so.6, or libdl.so.2 before glibc 2.34) directly.
  *
- * The shim exports sigaction and signal too (its signal hooks); the
+ * The shim exports sigaction, signal and their kin too (its signal hooks); the
  * report's own signal work calls the C library's sigaction through
  * dlreal_sigaction, never the exported hook.
  */

@@ -128,17 +128,15 @@ static char *stats_text_field(enum stats_text which, size_t *len)
  * The text fields are a sequence lock: a writer (one at a time, under
  * stats_text_lock) makes text_seq odd, writes, makes it even again; a
  * reader copies between two reads of text_seq and retries when they
- * differ or the first was odd. The copies go through volatile accesses so
- * the compiler keeps them between the two reads.
+ * differ or the first was odd. Both sides copy with relaxed atomic
+ * accesses, byte by byte (a text is short and read rarely), so a reader
+ * that overlaps a writer is no data race under C11's rules: it reads
+ * some mixture, which the second read of text_seq makes it throw away.
  */
 static void stats_text_copy(char *dst, const char *src, size_t n)
 {
-	const volatile char *s = src;
-	volatile char *d = dst;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		d[i] = s[i];
+	for (size_t i = 0; i < n; i++)
+		__atomic_store_n(&dst[i], __atomic_load_n(&src[i], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
 }
 
 void stats_set_text(enum stats_text which, const char *fmt, ...)

@@ -10,13 +10,14 @@
  * not the caller's current one.
  *
  * Set-up work that can fail for a passing reason (the bridge stream of the
- * legacy stream here, the gather kernel's self-test in module.c) is retried
- * on later calls with a back-off counted in calls (struct device_retry),
- * never cached as failed for the rest of the context.
+ * legacy stream in batch.c, the gather kernel's self-test in module.c) is
+ * retried on later calls with a back-off counted in calls (struct
+ * device_retry), never cached as failed for the rest of the context.
  *
- * This file knows nothing of the gather kernel (module.c), which stands on
- * it: the driver table, the error conversion and the contexts are shared
- * with it through device/device_impl.h.
+ * This file knows nothing of batches or the gather kernel (batch.c,
+ * table.c, module.c), which stand on it: the driver table, the error
+ * conversion and the contexts are shared with them through
+ * device/device_impl.h.
  */
 #include "device/device.h"
 
@@ -37,27 +38,10 @@
 
 struct device_driver drv;
 
-/*
- * The bridge that lets a batch reach the legacy default stream, which
- * cuMemcpyBatchAsync refuses: a private non-blocking stream per device and
- * two events, used under a lock so concurrent callers do not re-record an
- * event between its record and its wait. Made on first use in the current
- * context; a failed creation is retried (struct device_retry), and until
- * then the copies go one by one.
- */
-struct device_bridge {
-	pthread_mutex_t lock;
-	CUstream stream;
-	CUevent in, out;
-	int ready;              /* 1 made, 0 not (yet), -1 given up for this context */
-	struct device_retry retry;
-};
-
 static _Atomic int device_state;        /* 0 not tried, 1 loading, 2 loaded, -1 failed */
 static int device_loaded;   /* 1 ok, -1 failed */
 static pthread_mutex_t device_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static CUcontext device_ctx[DEVICE_MAX];
-static struct device_bridge device_bridges[DEVICE_MAX];
 
 /* Takes one driver symbol; returns 0 or -ENOSYS. */
 static int device_sym(void *handle, void **slot, const char *name)
@@ -116,12 +100,15 @@ static void device_load(void)
 	*(void **)&drv.memset_d2d8_async = dlreal_sym(h, "cuMemsetD2D8Async");
 	*(void **)&drv.memcpy_dtoh_async = dlreal_sym(h, "cuMemcpyDtoHAsync_v2");
 	*(void **)&drv.get_error_name = dlreal_sym(h, "cuGetErrorName");
+	*(void **)&drv.device_get_attribute = dlreal_sym(h, "cuDeviceGetAttribute");
+	*(void **)&drv.stream_get_flags = dlreal_sym(h, "cuStreamGetFlags");
+	*(void **)&drv.mem_host_alloc = dlreal_sym(h, "cuMemHostAlloc");
+	*(void **)&drv.mem_free_host = dlreal_sym(h, "cuMemFreeHost");
+	*(void **)&drv.mem_host_get_device_pointer = dlreal_sym(h, "cuMemHostGetDevicePointer_v2");
 	/* The cost ledger's link meter (issue 16): without it the link is not measured. */
 	*(void **)&drv.event_elapsed = dlreal_sym(h, "cuEventElapsedTime_v2");
 	if (!drv.event_elapsed)
 		*(void **)&drv.event_elapsed = dlreal_sym(h, "cuEventElapsedTime");
-	for (int i = 0; i < DEVICE_MAX; i++)
-		pthread_mutex_init(&device_bridges[i].lock, NULL);
 	if (err || drv.init(0) != CUDA_SUCCESS) {
 		device_loaded = -1;
 		return;
@@ -335,140 +322,6 @@ int device_sync(int dev)
 	return err;
 }
 
-/* Enqueues one device-to-device copy of n bytes on stream s. */
-static int device_copy_dtod(dev_ptr dst, dev_ptr src, uint64_t n, dev_stream s)
-{
-	stats_add(ST_DEVICE_OPS, 1);
-	return device_own(drv.memcpy_dtod_async((CUdeviceptr)dst, (CUdeviceptr)src, (size_t)n, (CUstream)s));
-}
-
-/* One cuMemcpyBatchAsync of device-to-device copies on stream s (not the legacy stream). */
-static int device_batch(dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes, uint64_t count, dev_stream s)
-{
-	CUmemcpyAttributes attr = { .srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM };
-	size_t idx = 0;
-
-	_Static_assert(sizeof(dev_ptr) == sizeof(CUdeviceptr), "dev_ptr is a CUdeviceptr");
-	_Static_assert(sizeof(uint64_t) == sizeof(size_t), "sizes are size_t");
-	stats_add(ST_DEVICE_OPS, 1);
-	return device_own(drv.memcpy_batch_async((CUdeviceptr *)dsts, (CUdeviceptr *)srcs, (size_t *)sizes,
-						 (size_t)count, &attr, &idx, 1, (CUstream)s));
-}
-
-/* Creates the bridge's stream and events; on failure destroys what was made. */
-static int device_bridge_make(struct device_bridge *b)
-{
-	CUresult r;
-
-	b->stream = NULL;
-	b->in = b->out = NULL;
-	r = drv.stream_create(&b->stream, CU_STREAM_NON_BLOCKING);
-	if (r == CUDA_SUCCESS)
-		r = drv.event_create(&b->in, CU_EVENT_DISABLE_TIMING);
-	if (r == CUDA_SUCCESS)
-		r = drv.event_create(&b->out, CU_EVENT_DISABLE_TIMING);
-	if (r == CUDA_SUCCESS)
-		return 0;
-	if (b->in)
-		drv.event_destroy(b->in);
-	if (b->stream)
-		drv.stream_destroy(b->stream);
-	b->stream = NULL;
-	b->in = NULL;
-	return device_own(r);
-}
-
-/*
- * Returns 0 and device dev's bridge, locked, making it in the current
- * context (its primary context) when due; -EAGAIN when there is none now
- * (a creation failed and waits for its retry, or was given up).
- */
-static int device_bridge_get(int dev, struct device_bridge **out)
-{
-	struct device_bridge *b;
-
-	if (dev < 0 || dev >= DEVICE_MAX)
-		return -EINVAL;
-	b = &device_bridges[dev];
-	pthread_mutex_lock(&b->lock);
-	if (b->ready == 0 && device_retry_due(&b->retry)) {
-		if (device_bridge_make(b) == 0) {
-			b->ready = 1;
-		} else if (device_retry_failed(&b->retry)) {
-			b->ready = -1;
-			log_verbose("device %d: no private stream for batched copies on the legacy stream after %u "
-				    "attempts; they go one copy at a time", dev, b->retry.fails);
-		} else {
-			log_verbose("device %d: could not make the private stream for batched copies on the legacy "
-				    "stream; one copy at a time until it is tried again", dev);
-		}
-	}
-	if (b->ready != 1) {
-		pthread_mutex_unlock(&b->lock);
-		return -EAGAIN;
-	}
-	*out = b;       /* returned locked */
-	return 0;
-}
-
-/*
- * A batch on the legacy stream, through the bridge: the bridge waits for
- * everything before it on the legacy stream, runs the batch, and the legacy
- * stream waits for the batch before anything after it. If the last wait
- * cannot be issued, the batch is waited for here, so that a fallback copy
- * enqueued afterwards can never be overtaken by it. -EAGAIN: no bridge now,
- * nothing enqueued.
- */
-static int device_batch_legacy(int dev, dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes, uint64_t count,
-			       dev_stream s)
-{
-	struct device_bridge *b;
-	int err = device_bridge_get(dev, &b);
-
-	if (err)
-		return err;
-	stats_add(ST_DEVICE_OPS, 4);
-	err = device_own(drv.event_record(b->in, (CUstream)s));
-	if (!err)
-		err = device_own(drv.stream_wait_event(b->stream, b->in, 0));
-	if (!err)
-		err = device_batch(dsts, srcs, sizes, count, b->stream);
-	if (!err)
-		err = device_own(drv.event_record(b->out, b->stream));
-	if (!err)
-		err = device_own(drv.stream_wait_event((CUstream)s, b->out, 0));
-	if (err)
-		drv.stream_synchronize(b->stream);
-	pthread_mutex_unlock(&b->lock);
-	return err;
-}
-
-int device_copy_dtod_many(int dev, dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes, uint64_t count,
-			  dev_stream s)
-{
-	int err = 0;
-
-	if (count > 1 && drv.memcpy_batch_async) {
-		if (s != NULL && s != DEV_STREAM_LEGACY)
-			return device_batch(dsts, srcs, sizes, count, s);
-		err = device_batch_legacy(dev, dsts, srcs, sizes, count, s);
-		if (err != -EAGAIN)
-			return err;
-		err = 0;        /* no bridge now: one copy at a time, in order on s */
-	}
-	for (uint64_t i = 0; i < count && !err; i++)
-		err = device_copy_dtod(dsts[i], srcs[i], sizes[i], s);
-	return err;
-}
-
-void device_bridge_forget(int dev)
-{
-	pthread_mutex_lock(&device_bridges[dev].lock);
-	device_bridges[dev].ready = 0;
-	device_bridges[dev].retry = (struct device_retry){ 0 };
-	pthread_mutex_unlock(&device_bridges[dev].lock);
-}
-
 int device_stream_sync(dev_stream s)
 {
 	return device_own(drv.stream_synchronize((CUstream)s));
@@ -558,6 +411,24 @@ int device_stream_query(dev_stream s)
 	return device_err(drv.stream_query((CUstream)s));
 }
 
+int device_stream_idle(int dev, dev_stream s)
+{
+	unsigned int flags = 0;
+
+	(void)dev;
+	if (drv.stream_query((CUstream)s) != CUDA_SUCCESS)
+		return 0;
+	/* The legacy stream's query follows the default stream's rules: it
+	 * answers for the blocking streams it waits for too. */
+	if (s == NULL || s == DEV_STREAM_LEGACY)
+		return 1;
+	/* A blocking stream (the per-thread one included) also waits for the legacy stream. */
+	if (s != DEV_STREAM_PER_THREAD && drv.stream_get_flags &&
+	    drv.stream_get_flags((CUstream)s, &flags) == CUDA_SUCCESS && (flags & CU_STREAM_NON_BLOCKING))
+		return 1;
+	return drv.stream_query(CU_STREAM_LEGACY) == CUDA_SUCCESS;
+}
+
 int device_host_func(dev_stream s, void (*fn)(void *arg), void *arg)
 {
 	stats_add(ST_DEVICE_OPS, 1);
@@ -583,10 +454,6 @@ void device_capture_restore(int mode)
 
 void device_ctx_atfork_child(void)
 {
-	for (int i = 0; i < DEVICE_MAX; i++) {
+	for (int i = 0; i < DEVICE_MAX; i++)
 		device_ctx[i] = NULL;
-		pthread_mutex_init(&device_bridges[i].lock, NULL);
-		device_bridges[i].ready = 0;
-		device_bridges[i].retry = (struct device_retry){ 0 };
-	}
 }

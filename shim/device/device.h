@@ -21,10 +21,13 @@
  * thread's per-thread default stream. All work happens in the device's
  * primary context, the one the runtime uses.
  *
- * The layer's files: device.c (the driver table, contexts, memory, copies,
- * events, syncs, capture mode), module.c (the gather kernel and its
- * self-test), forget.c (device_forget, device_atfork_child); what they
- * share is in device/device_impl.h, which nothing outside the layer reads.
+ * The layer's files: device.c (the driver table, contexts, memory, single
+ * copies, events, syncs, capture mode), batch.c (batched copies, both
+ * device-to-device and host-to-device, and the legacy-stream bridge),
+ * table.c (the gather's launch shape and entry table, inline or in mapped
+ * host memory), module.c (the gather kernel and its self-test), forget.c
+ * (device_forget, device_atfork_child); what they share is in
+ * device/device_impl.h, which nothing outside the layer reads.
  */
 #ifndef VRAMPOOL_DEVICE_H
 #define VRAMPOOL_DEVICE_H
@@ -93,15 +96,51 @@ int device_sync(int dev);
  * bytes) on stream s of device dev, as one operation where the driver has
  * cuMemcpyBatchAsync (CUDA 12.8+). That call refuses the legacy stream, so
  * a batch for it goes through a private stream joined to it by two event
- * waits (five operations instead of count). While that private stream
- * cannot be made (a failed creation is retried after 4, 16, 64, 256 calls,
- * then given up for the context), a batch for the legacy stream goes as
- * count single copies on it. On failure, nothing the call enqueued can
- * still be running unordered after s: a plain copy enqueued on s
- * afterwards overwrites whatever it wrote.
+ * waits (one byte-moving operation and four event operations). While that
+ * private stream cannot be made (a failed creation is retried after 4, 16,
+ * 64, 256 calls, then given up for the context), a batch for the legacy
+ * stream goes as count single copies on it. On failure, nothing the call
+ * enqueued can still be running unordered after s: a plain copy enqueued
+ * on s afterwards overwrites whatever it wrote. (shim/device/batch.c)
  */
 int device_copy_dtod_many(int dev, dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes, uint64_t count,
 			  dev_stream s);
+
+/*
+ * Enqueues count host-to-device copies (dsts[i] <- srcs[i], sizes[i]
+ * bytes; srcs[i] a host address, which unified addressing makes its own
+ * device address) on stream s as ONE cuMemcpyBatchAsync: one device
+ * operation that moves bytes, stream-ordered as a whole, unordered inside.
+ * pinned says how the program's own copy would read its source, and the
+ * batch reads it the same way: a page-locked source when the copy runs,
+ * in stream order (CU_MEMCPY_SRC_ACCESS_ORDER_STREAM); a pageable one
+ * before the call returns (CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL), as
+ * cudaMemcpyAsync stages it. The legacy stream, which the call refuses,
+ * is reached through device_copy_dtod_many's bridge (the batch on a
+ * private stream between two event waits: four event operations, still
+ * one that moves bytes). Returns 0; -ENOTSUP with nothing enqueued (a
+ * driver without the call, or no bridge now for the legacy stream); or
+ * another negative errno (counted as a fault) when the call failed, in
+ * which case the caller must send those bytes again. (shim/device/batch.c)
+ */
+int device_copy_h2d_many(int dev, dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes, uint64_t count, int pinned,
+			 dev_stream s);
+
+/* Returns 1 when the driver has the batched call device_copy_h2d_many needs (cuMemcpyBatchAsync). */
+int device_h2d_batch_ready(void);
+
+/*
+ * Returns 1 when an operation enqueued on stream s of device dev now
+ * would wait for nothing: every operation it would be ordered after is
+ * done. Queries only (nothing is enqueued): s (cuStreamQuery, which for
+ * the legacy stream answers for the blocking streams it waits for too),
+ * and for a blocking stream (cuStreamGetFlags; the per-thread stream is
+ * one) the legacy stream as well, whose answer covers the other blocking
+ * streams too (so a busy one of them makes this 0: conservative, never
+ * wrong). Returns 0 when work is queued ahead or a query fails. Not
+ * counted.
+ */
+int device_stream_idle(int dev, dev_stream s);
 
 /*
  * The gather kernel: hits and captures of one copy as one device operation.
@@ -109,31 +148,49 @@ int device_copy_dtod_many(int dev, dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes
  * vrampool_gather is a small kernel shipped inside the library as PTX
  * (shim/device/gather.cu, built with the toolkit's nvcc -ptx at make time) and
  * loaded with cuModuleLoadData in the device's primary context. One launch
- * moves every entry of one copy: an entry is nrows consecutive rows of row
- * bytes between a slab address and rows [dst_row, dst_row + nrows) of the
- * copy's destination, in one of two directions. Sources, destinations and
- * row sizes may have any alignment. Entries of one launch never overlap in
- * what they write, and no entry reads what another writes (hits write
- * destination rows and read settled slab rows; captures read the other
- * destination rows, already delivered by the stream, and write fresh slab
- * space), so they run in any order.
+ * moves every entry of one copy, however many: an entry is nrows
+ * consecutive rows of row bytes between a slab address and rows [dst_row,
+ * dst_row + nrows) of the copy's destination, in one of two directions.
+ * Sources, destinations and row sizes may have any alignment. Entries of
+ * one launch never overlap in what they write, and no entry reads what
+ * another writes (hits write destination rows and read settled slab rows;
+ * captures read the other destination rows, already delivered by the
+ * stream, and write fresh slab space), so they run in any order.
  *
  * The kernel's parameter is one struct dev_gather_params passed by value
- * (kernelParams[0] points to it), only its first
- * offsetof(entries) + count * sizeof(entry) bytes meaningful. At 16408
- * bytes it needs the large kernel parameters of CUDA 12.1 (PTX ISA 8.1,
- * sm_70 and up): the embedded PTX declares .version 8.1 and .target sm_75,
- * so a driver for CUDA 12.1 or newer loads it on any Turing or newer GPU;
- * an older driver refuses the module and the pool uses batched copies.
+ * (kernelParams[0] points to it; 16432 bytes, of which the header and the
+ * table bytes in use are meaningful). It needs the large kernel
+ * parameters of CUDA 12.1 (PTX ISA 8.1, sm_70 and up): the embedded PTX
+ * declares .version 8.1 and .target sm_75, so a driver for CUDA 12.1 or
+ * newer loads it on any Turing or newer GPU; an older driver refuses the
+ * module and the pool uses batched copies.
  *
- * Launch shape: blocks of 256 threads; blockIdx.y strides over entries,
- * blockIdx.x and the threads over the bytes of an entry. An entry whose
- * slab and destination addresses agree modulo 16, 8 or 4 moves in words of
- * that size after a few head bytes; otherwise the destination is aligned
- * to 4 and each word is assembled from the two source words it straddles.
+ * The table: the entries (16 bytes each), then, unless every entry is one
+ * unit, one start per warp (8 bytes: the entry and the unit of it where
+ * that warp begins). It lies inside the parameter (inline_table, table 0)
+ * when it fits in DEV_GATHER_INLINE bytes, else in page-locked host memory
+ * mapped into the device's address space (table: its device address),
+ * which the kernel reads over the bus as it runs; nothing is uploaded, so
+ * no byte of the table counts as host-to-device traffic. A mapped table
+ * is written before the launch and reused only after an event recorded
+ * behind the launch has completed.
+ *
+ * Launch shape (device/table.c): units of DEV_GATHER_UNIT bytes, each
+ * entry cut into ceil(bytes / DEV_GATHER_UNIT) units (an empty one: 1);
+ * per_warp = ceil(units / (multiprocessors x DEV_GATHER_WARPS_PER_SM)),
+ * warps = ceil(units / per_warp), a 1-D grid of ceil(warps /
+ * (DEV_GATHER_THREADS / 32)) blocks of DEV_GATHER_THREADS threads. A warp's
+ * 32 lanes move one unit together, each with four words in flight. An
+ * entry whose slab and destination addresses agree modulo 16, 8 or 4
+ * moves in words of that size after a few head bytes; otherwise the
+ * destination is aligned to 4 and each word is assembled from the two
+ * source words it straddles.
  */
 #define DEV_GATHER_CAPTURE 0x80000000u  /* nrows_dir bit: destination -> slab */
-#define DEV_GATHER_MAX 1024             /* entries per launch */
+#define DEV_GATHER_UNIT 2048            /* bytes one warp moves at a time: 32 lanes x 4 x 16 */
+#define DEV_GATHER_THREADS 256          /* threads per block */
+#define DEV_GATHER_WARPS_PER_SM 32      /* warps the grid gives each multiprocessor at most */
+#define DEV_GATHER_INLINE 16384         /* table bytes the parameter holds */
 
 struct dev_gather_entry {
 	dev_ptr slab;           /* the slab address of the first row */
@@ -141,24 +198,57 @@ struct dev_gather_entry {
 	uint32_t nrows_dir;     /* bits 0..30: rows; DEV_GATHER_CAPTURE: a capture, else a hit */
 };
 
-struct dev_gather_params {
-	dev_ptr dst;            /* the copy's destination */
-	uint64_t row;           /* row bytes */
-	uint32_t count;         /* entries used, 1..DEV_GATHER_MAX */
-	uint32_t pad;
-	struct dev_gather_entry entries[DEV_GATHER_MAX];
+/* Where warp w begins: unit `unit` of entry `entry`. */
+struct dev_gather_start {
+	uint32_t entry;
+	uint32_t unit;
 };
+
+struct dev_gather_params {
+	dev_ptr dst;            /* 0: the copy's destination */
+	uint64_t row;           /* 8: row bytes */
+	dev_ptr table;          /* 16: the mapped table's device address, or 0: inline_table */
+	uint64_t units;         /* 24: units of all entries */
+	uint32_t count;         /* 32: entries, >= 1 */
+	uint32_t per_warp;      /* 36: units per warp, >= 1 */
+	uint32_t warps;         /* 40: warp starts in the table; 0: entry u is unit u */
+	uint32_t pad;           /* 44 */
+	unsigned char inline_table[DEV_GATHER_INLINE];  /* 48: the table, when table is 0 */
+};
+
+/* A launch's shape and table size (device_gather_shape). */
+struct dev_gather_shape {
+	uint64_t units;
+	uint64_t per_warp;
+	uint64_t warps;         /* warp starts the table carries (0 or the warps that work) */
+	uint64_t blocks;        /* blocks of DEV_GATHER_THREADS */
+	uint64_t table_bytes;   /* entries, then warp starts */
+};
+
+/*
+ * Shapes a launch of n entries (n >= 1) of rows of row bytes for a device
+ * of sms multiprocessors, as above. Returns 0, or -E2BIG when a field
+ * would not fit in its parameter. Pure arithmetic (device/table.c).
+ */
+int device_gather_shape(struct dev_gather_shape *sh, const struct dev_gather_entry *e, uint32_t n,
+			uint64_t row, uint32_t sms);
+
+/* Writes the table of that launch (sh->table_bytes bytes: the entries, then the warp starts) at t. */
+void device_gather_table(const struct dev_gather_shape *sh, const struct dev_gather_entry *e, uint32_t n,
+			 uint64_t row, void *t);
 
 /*
  * Returns 1 when device dev's gather kernel is loaded and has passed its
  * self-test, 0 when the pool must use batched copies instead. The first
  * call for a context loads the module (cuModuleLoadData of the embedded
- * PTX in dev's primary context) and runs the kernel once on a known
- * pattern of odd alignments and row sizes, hits and captures: 64 KiB of
- * device memory of its own filled with memsets (no host-to-device byte),
- * on a private non-blocking stream (it waits for none of the program's
- * work), read back with cuMemcpyDtoHAsync and compared with what the host
- * computes, then freed. It runs in relaxed capture mode.
+ * PTX in dev's primary context) and runs the kernel on a known pattern of
+ * odd alignments and row sizes, hits and captures, one launch with its
+ * table inline and one with it mapped: 64 KiB of device memory of its own
+ * filled with memsets (no host-to-device byte), on a private non-blocking
+ * stream (it waits for none of the program's work), read back with
+ * cuMemcpyDtoHAsync and compared with what the host computes, then freed.
+ * It runs in relaxed capture mode. When no mapped table can be had, the
+ * kernel is used with inline tables only (larger gathers answer -EAGAIN).
  *
  * A module that cannot load, a missing kernel or a byte that differs makes
  * the answer 0 for the rest of that context. A failure that may pass (an
@@ -181,18 +271,20 @@ struct dev_gather_params {
 int device_gather_ready(int dev);
 
 /*
- * Enqueues the n entries (n >= 1) as kernel launches on stream s of device
- * dev (one launch per DEV_GATHER_MAX entries), any stream: a created one,
- * the legacy stream (NULL or DEV_STREAM_LEGACY) or the calling thread's
- * per-thread stream (DEV_STREAM_PER_THREAD). Each launch counts one in
- * pool.device_ops and pool.gather_launches. e is copied; the caller keeps it.
- * Returns 0; or, with nothing enqueued (batched copies can still serve
- * this copy), -ENOSYS (the kernel is not ready), -EXDEV (the calling
- * thread's current context is not dev's primary context) or -EAGAIN (no
- * host memory for the parameter block); or any other negative errno (-EIO,
- * -ENOMEM) when a launch failed: launches before it may have run, so the
- * caller must treat the whole copy as failed (and a plain copy enqueued on
- * s afterwards overwrites whatever they wrote).
+ * Enqueues the n entries (n >= 1) as ONE kernel launch on stream s of
+ * device dev, any stream: a created one, the legacy stream (NULL or
+ * DEV_STREAM_LEGACY) or the calling thread's per-thread stream
+ * (DEV_STREAM_PER_THREAD). The launch counts one in pool.device_ops and
+ * pool.gather_launches (the event behind a mapped table one more in
+ * pool.device_ops). e is copied; the caller keeps it. Returns 0; or, with
+ * nothing enqueued (batched copies can still serve this copy), -ENOSYS
+ * (the kernel is not ready), -EXDEV (the calling thread's current context
+ * is not dev's primary context), -EAGAIN (no host memory for the
+ * parameter block, or no mapped table for a table too large to go
+ * inline) or -E2BIG (a shape that does not fit the parameter); or any
+ * other negative errno (-EIO, -ENOMEM) when the launch failed: the
+ * caller must treat the whole copy as failed (and a plain copy enqueued
+ * on s afterwards overwrites whatever it wrote).
  */
 int device_gather(int dev, dev_ptr dst, uint64_t row, const struct dev_gather_entry *e, uint32_t n,
 		  dev_stream s);

@@ -2,14 +2,19 @@
  * device/device_impl.h: internal to the device layer, shared by its files
  * and included by nothing else (pool/ and above use device/device.h).
  *
- *   device.c  loads the driver table, contexts, memory, copies (batched,
- *             and the legacy-stream bridge), events, syncs, capture mode.
+ *   device.c  loads the driver table, contexts, memory, single copies,
+ *             events, syncs, stream queries, capture mode.
+ *   batch.c   batched copies (device-to-device, host-to-device) and the
+ *             legacy-stream bridge.
+ *   table.c   the gather's launch shape and entry table; the mapped
+ *             tables of each device.
  *   module.c  the gather kernel: PTX load, launch, self-test, readiness.
  *   forget.c  what is forgotten after a device reset and in a fork child.
  *
- * Calls run one way: forget.c -> module.c -> device.c -> core/. module.c
- * uses the driver table, the error conversion and the contexts of
- * device.c; device.c knows nothing of the kernel.
+ * Calls run one way: forget.c -> module.c -> table.c -> device.c -> core/,
+ * and forget.c -> batch.c -> device.c. batch.c, table.c and module.c use
+ * the driver table, the error conversion and the contexts of device.c;
+ * device.c knows nothing of batches or the kernel.
  *
  * Invariants: drv is filled once by device_open (which every entry point
  * of the layer has succeeded in before it reads drv) and read-only after;
@@ -22,16 +27,20 @@
  * of its own):
  *   device_ctx_lock (device.c)  held only around retaining a primary
  *                               context, innermost of all.
- *   a bridge's lock (device.c)  held across one batch on the legacy
+ *   a bridge's lock (batch.c)   held across one batch on the legacy
  *                               stream; takes no other lock of the layer.
+ *   a device's tables lock      held while a mapped table is chosen (an
+ *   (table.c)                   event query, a growth: cuMemHostAlloc)
+ *                               and given back; takes no other lock.
  *   a kernel's lock (module.c)  held while loading and testing the kernel
  *                               (then device_ctx_enter takes
- *                               device_ctx_lock inside it), by the recheck
+ *                               device_ctx_lock inside it, and the
+ *                               self-test a tables lock), by the recheck
  *                               after a failed launch and by
  *                               device_kernel_forget. The copy path only
  *                               ever trylocks it (device_gather_ready).
- * device_forget takes a bridge's lock, lets it go, then a kernel's: never
- * both at once.
+ * device_forget takes a bridge's lock, lets it go, then a kernel's, then
+ * a tables lock: never two at once.
  */
 #ifndef VRAMPOOL_DEVICE_IMPL_H
 #define VRAMPOOL_DEVICE_IMPL_H
@@ -82,6 +91,12 @@ struct device_driver {
 	__typeof__(cuMemsetD2D8Async) *memset_d2d8_async;
 	__typeof__(cuMemcpyDtoHAsync_v2) *memcpy_dtoh_async;
 	__typeof__(cuGetErrorName) *get_error_name;     /* may be NULL */
+	__typeof__(cuDeviceGetAttribute) *device_get_attribute;        /* may be NULL: the grid assumes 1 SM */
+	__typeof__(cuStreamGetFlags) *stream_get_flags;        /* may be NULL: streams count as blocking */
+	/* Mapped entry tables of the gather kernel; without them tables go inline only. */
+	__typeof__(cuMemHostAlloc) *mem_host_alloc;
+	__typeof__(cuMemFreeHost) *mem_free_host;
+	__typeof__(cuMemHostGetDevicePointer_v2) *mem_host_get_device_pointer;
 	__typeof__(cuEventElapsedTime) *event_elapsed;  /* the ledger's link meter (issue 16); may be NULL */
 };
 
@@ -165,10 +180,29 @@ void device_ctx_leave(int dev, CUcontext prev);
 /* Device dev's retained primary context, or NULL before the first device_ctx_enter. */
 CUcontext device_ctx_primary(int dev);
 
-/* device.c: drops device dev's legacy-stream bridge (its stream and events died with the context). */
-void device_bridge_forget(int dev);
-/* device.c, in a fork child: forgets every retained context and bridge. */
+/* device.c, in a fork child: forgets every retained context. */
 void device_ctx_atfork_child(void);
+
+/* batch.c: drops device dev's legacy-stream bridge (its stream and events died with the context). */
+void device_bridge_forget(int dev);
+/* batch.c, in a fork child: forgets every bridge. */
+void device_bridge_atfork_child(void);
+
+/*
+ * table.c: the mapped entry tables. device_table_take returns a table of
+ * at least bytes for device dev (whose primary context is current), with
+ * its host and device addresses, marked busy, or NULL when none can be had
+ * now (all in flight, no mapping, out of memory). device_table_give hands
+ * it back once the launch that reads it was enqueued on s (launched: an
+ * event recorded behind the launch guards the next write; without it the
+ * stream is waited for) or was not (launched 0).
+ */
+struct device_table;
+struct device_table *device_table_take(int dev, uint64_t bytes, void **host, dev_ptr *dptr);
+void device_table_give(int dev, struct device_table *t, CUstream s, int launched);
+/* table.c: forgets device dev's mapped tables (they died with the context). */
+void device_table_forget(int dev);
+void device_table_atfork_child(void);
 
 /* module.c: drops device dev's gather kernel and its verdict (its module died with the context). */
 void device_kernel_forget(int dev);

@@ -10,7 +10,8 @@
  * retried with device.c's back-off (struct device_retry). A module that
  * cannot load, a missing kernel or a wrong byte turns the kernel off for
  * the context. The contract, the parameter layout and the launch shape are
- * in device/device.h; shim/device/gather.cu is the kernel.
+ * in device/device.h; device/table.c shapes each launch and places its
+ * table (inline or mapped); shim/device/gather.cu is the kernel.
  */
 #include "device/device.h"
 
@@ -42,6 +43,8 @@ struct device_kernel {
 	_Atomic(CUcontext) ctx;         /* the primary context the module lives in */
 	_Atomic(CUfunction) fn;
 	uint64_t ctx_id;                /* that context's id (cuCtxGetId), 0 unknown */
+	uint32_t sms;                   /* the device's multiprocessors (1 when the driver cannot say) */
+	_Atomic int mapped;             /* mapped tables passed the self-test */
 	CUmodule mod;
 	struct device_retry retry;
 };
@@ -90,10 +93,6 @@ void device_kernel_atfork_child(void)
 	}
 }
 
-#define DEVICE_GATHER_THREADS 256                               /* threads per block */
-#define DEVICE_GATHER_BLOCK_BYTES (DEVICE_GATHER_THREADS * 16 * 4)  /* four wide words per thread */
-#define DEVICE_GATHER_BLOCKS 65536                              /* most blocks in one launch */
-
 /* The calling thread's parameter block, allocated on first use; NULL when out of memory. */
 static struct dev_gather_params *device_params_get(void)
 {
@@ -106,32 +105,46 @@ static struct dev_gather_params *device_params_get(void)
 }
 
 /*
- * One launch of the kernel for p (p->count entries) on stream s: blockIdx.y
- * picks entries (one row of blocks each), blockIdx.x spreads the largest
- * entry over enough blocks that each thread moves about four 16-byte words,
- * at most DEVICE_GATHER_BLOCKS blocks in all (the kernel's loops cover the
- * rest). One device operation.
+ * Lays out and enqueues one launch of the kernel fn for the n entries on
+ * stream s, into the parameter block p: the table inline when it fits
+ * (and mapped is not 1), else in a mapped table of device dev (mapped 0
+ * forbids that: -EAGAIN). One device operation (and one event behind a
+ * mapped table). Returns 0, -EAGAIN or -E2BIG with nothing enqueued, or
+ * the launch's error.
  */
-static int device_gather_launch(CUfunction fn, struct dev_gather_params *p, CUstream s)
+static int device_gather_run(int dev, uint32_t sms, CUfunction fn, struct dev_gather_params *p, dev_ptr dst,
+			     uint64_t row, const struct dev_gather_entry *e, uint32_t n, CUstream s, int mapped)
 {
-	uint64_t most = 0, gx, cap;
+	struct dev_gather_shape sh;
+	struct device_table *t = NULL;
 	void *args[1] = { p };
+	void *where = p->inline_table;
+	int err = device_gather_shape(&sh, e, n, row, sms);
 
-	for (uint32_t i = 0; i < p->count; i++) {
-		uint64_t rows = p->entries[i].nrows_dir & ~DEV_GATHER_CAPTURE;
-
-		if (rows > most)
-			most = rows;
+	if (err)
+		return err;
+	p->dst = dst;
+	p->row = row;
+	p->table = 0;
+	p->units = sh.units;
+	p->count = n;
+	p->per_warp = (uint32_t)sh.per_warp;
+	p->warps = (uint32_t)sh.warps;
+	p->pad = 0;
+	if (mapped == 1 || sh.table_bytes > DEV_GATHER_INLINE) {
+		if (!mapped)
+			return -EAGAIN;
+		t = device_table_take(dev, sh.table_bytes, &where, &p->table);
+		if (!t)
+			return -EAGAIN;
 	}
-	gx = (most * p->row + DEVICE_GATHER_BLOCK_BYTES - 1) / DEVICE_GATHER_BLOCK_BYTES;
-	cap = DEVICE_GATHER_BLOCKS / p->count;
-	if (gx > cap)
-		gx = cap;
-	if (gx < 1)
-		gx = 1;
+	device_gather_table(&sh, e, n, row, where);
 	stats_add(ST_DEVICE_OPS, 1);
-	return device_own(drv.launch_kernel(fn, (unsigned int)gx, p->count, 1, DEVICE_GATHER_THREADS, 1, 1, 0, s,
-					    args, NULL));
+	err = device_own(drv.launch_kernel(fn, (unsigned int)sh.blocks, 1, 1, DEV_GATHER_THREADS, 1, 1, 0, s,
+					   args, NULL));
+	if (t)
+		device_table_give(dev, t, s, err == 0);
+	return err;
 }
 
 /* Writes the value of the embedded PTX's directive (".version", ".target") into buf. */
@@ -267,32 +280,28 @@ static int selftest_fill_device(CUdeviceptr d, int h, CUstream s)
 }
 
 /*
- * Fills p with self-test launch l over the device image at base and applies
- * it to the host image want, as the kernel must. *slab_at is the next free
- * offset in the slab half.
+ * Fills e with the entries of self-test launch l over the device image at
+ * base (returning the destination in *dst) and applies them to the host
+ * image want, as the kernel must. *slab_at is the next free offset in the
+ * slab half.
  */
-static void selftest_plan(size_t l, CUdeviceptr base, struct dev_gather_params *p, unsigned char *want,
-			  uint64_t *slab_at)
+static void selftest_plan(size_t l, CUdeviceptr base, struct dev_gather_entry *e, dev_ptr *dst,
+			  unsigned char *want, uint64_t *slab_at)
 {
-	uint32_t row = selftest_launches[l].row, n = selftest_launches[l].n, next_row = 0;
-	dev_ptr dst = base + SELFTEST_HALF + selftest_launches[l].dst_off;
+	uint32_t row = selftest_launches[l].row, n = selftest_launches[l].n, next_row = 0, k = 0;
 
-	p->dst = dst;
-	p->row = row;
-	p->count = n;
+	*dst = base + SELFTEST_HALF + selftest_launches[l].dst_off;
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t i = 0; i < n; i++) {
 			const struct selftest_entry *x = &selftest_launches[l].e[i];
-			struct dev_gather_entry *e = &p->entries[i];
-			uint64_t len = (uint64_t)x->rows * row, d = dst + (uint64_t)next_row * row, at;
+			uint64_t len = (uint64_t)x->rows * row, d = *dst + (uint64_t)next_row * row, at;
 
 			if (x->capture != pass)
 				continue;
 			at = ((*slab_at + 15) & ~(uint64_t)15) + ((d + x->delta - base) & 15);
 			*slab_at = at + len;
-			e->slab = base + at;
-			e->dst_row = next_row;
-			e->nrows_dir = x->rows | (x->capture ? DEV_GATHER_CAPTURE : 0);
+			e[k++] = (struct dev_gather_entry){ base + at, next_row,
+							    x->rows | (x->capture ? DEV_GATHER_CAPTURE : 0) };
 			if (x->capture)
 				memcpy(want + at, want + (d - base), len);
 			else
@@ -303,16 +312,40 @@ static void selftest_plan(size_t l, CUdeviceptr base, struct dev_gather_params *
 }
 
 /*
- * Runs the kernel once on the known pattern in device memory of its own, on
+ * Self-test launch l: the first with its table inline, the last with it
+ * mapped (entries of several units: warp starts too). When no mapped table
+ * can be had, the kernel is used with inline tables only (k->mapped 0) and
+ * that launch goes inline. Returns what device_gather_run returns.
+ */
+static int selftest_launch(int dev, struct device_kernel *k, size_t l, CUdeviceptr base,
+			   struct dev_gather_params *p, unsigned char *want, uint64_t *slab_at, CUstream s)
+{
+	CUfunction fn = atomic_load_explicit(&k->fn, memory_order_relaxed);
+	struct dev_gather_entry e[10];
+	dev_ptr dst;
+	int last = l + 1 == sizeof(selftest_launches) / sizeof(selftest_launches[0]), err;
+
+	selftest_plan(l, base, e, &dst, want, slab_at);
+	err = device_gather_run(dev, k->sms, fn, p, dst, selftest_launches[l].row, e, selftest_launches[l].n, s,
+				last ? 1 : -1);
+	if (last)
+		atomic_store_explicit(&k->mapped, err != -EAGAIN, memory_order_relaxed);
+	if (last && err == -EAGAIN)
+		err = device_gather_run(dev, k->sms, fn, p, dst, selftest_launches[l].row, e,
+					selftest_launches[l].n, s, 0);
+	return err;
+}
+
+/*
+ * Runs the kernel's launches on the known pattern in device memory of its own, on
  * a private non-blocking stream (so that it waits for none of the program's
  * work and never touches the legacy stream while a program's stream is being
  * captured), reads it back and compares it with what the host computed.
  * Returns 0 (passed), -EBADMSG (a byte differs: final), or another negative
  * errno (could not run: worth another try), with why set.
  */
-static int device_selftest(struct device_kernel *k, char *why, size_t len)
+static int device_selftest(int dev, struct device_kernel *k, char *why, size_t len)
 {
-	CUfunction fn = atomic_load_explicit(&k->fn, memory_order_relaxed);
 	unsigned char *want = malloc(2 * SELFTEST_HALF), *got = malloc(2 * SELFTEST_HALF);
 	struct dev_gather_params *p = malloc(sizeof(*p));
 	CUstream s = NULL;
@@ -345,8 +378,7 @@ static int device_selftest(struct device_kernel *k, char *why, size_t len)
 		snprintf(why, len, "a memset failed");
 	for (size_t l = 0; l < sizeof(selftest_launches) / sizeof(selftest_launches[0]) && !err; l++) {
 		memset(p, 0, sizeof(*p));
-		selftest_plan(l, base, p, want, &slab_at);
-		err = device_gather_launch(fn, p, s);
+		err = selftest_launch(dev, k, l, base, p, want, &slab_at, s);
 		if (err)
 			snprintf(why, len, "a launch failed");
 	}
@@ -390,6 +422,18 @@ out_free_host:
 	return err;
 }
 
+/* Device dev's multiprocessor count, 1 when the driver cannot say. */
+static uint32_t device_kernel_sms(int dev)
+{
+	int sms = 0;
+
+	if (!drv.device_get_attribute ||
+	    drv.device_get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, (CUdevice)dev) != CUDA_SUCCESS ||
+	    sms < 1)
+		return 1;
+	return (uint32_t)sms;
+}
+
 /*
  * Loads and tests device dev's kernel in its primary context, with the
  * lock held, and publishes the outcome: READY, RETRY (a passing failure,
@@ -411,9 +455,10 @@ static void device_kernel_try(int dev, struct device_kernel *k)
 			k->mod = NULL;  /* a module of an earlier context, gone with it */
 		k->ctx_id = id;
 		atomic_store_explicit(&k->ctx, device_ctx_primary(dev), memory_order_relaxed);
+		k->sms = device_kernel_sms(dev);
 		err = k->mod ? 0 : device_kernel_load(k, why, sizeof(why));
 		if (!err)
-			err = device_selftest(k, why, sizeof(why));
+			err = device_selftest(dev, k, why, sizeof(why));
 		if (err == -EBADMSG || err == -ENOEXEC) {
 			if (k->mod)
 				drv.module_unload(k->mod);
@@ -493,7 +538,7 @@ int device_gather(int dev, dev_ptr dst, uint64_t row, const struct dev_gather_en
 	struct device_kernel *k;
 	CUcontext cur = NULL;
 	CUfunction fn;
-	int err = 0;
+	int err;
 
 	if (dev < 0 || dev >= DEVICE_MAX || n == 0)
 		return -EINVAL;
@@ -507,18 +552,11 @@ int device_gather(int dev, dev_ptr dst, uint64_t row, const struct dev_gather_en
 	p = device_params_get();
 	if (!p)
 		return -EAGAIN;
-	p->dst = dst;
-	p->row = row;
-	p->pad = 0;
-	for (uint32_t done = 0, c; done < n && !err; done += c) {
-		c = n - done < DEV_GATHER_MAX ? n - done : DEV_GATHER_MAX;
-		memcpy(p->entries, e + done, c * sizeof(*e));
-		p->count = c;
-		err = device_gather_launch(fn, p, (CUstream)s);
-		if (!err)
-			stats_add(ST_GATHER_LAUNCHES, 1);
-	}
-	if (err)
+	err = device_gather_run(dev, k->sms, fn, p, dst, row, e, n, (CUstream)s,
+				atomic_load_explicit(&k->mapped, memory_order_relaxed) ? -1 : 0);
+	if (!err)
+		stats_add(ST_GATHER_LAUNCHES, 1);
+	else if (err != -EAGAIN && err != -E2BIG)
 		device_kernel_recheck(dev, k);
 	return err;
 }

@@ -9,8 +9,8 @@
  * - alloc.c: the allocation hooks themselves, one generated from each row
  *   of VP_ALLOCATORS;
  * - the build: the version script build/libvrampool.map
- *   (libvrampool.map.in: these names, dlsym, dlvsym, sigaction and signal,
- *   and nothing else is exported), which tests/e2e/shim.sh checks against
+ *   (libvrampool.map.in: these names, dlsym, dlvsym, the signal hooks of
+ *   signals.h, and nothing else is exported), which tests/e2e/shim.sh checks against
  *   the rows written here.
  *
  * Adding a copy entry point: a row X(name, lib) in VP_ENTRIES and its

@@ -103,11 +103,9 @@ int classify_copy(const struct classify_in *in, struct classify_out *out)
 	out->dev = ddev;
 	out->ds = ds;
 	out->src_pinned = skind == DEV_MEM_HOST;
-	/* A pinned source is read when the copy runs: if the stream may run it
-	 * later (work queued before it; the legacy stream also waits for other
-	 * streams), captured rows are checked then. A pageable source is
-	 * staged during the call. */
-	out->verify = out->src_pinned &&
-		      (ds == NULL || ds == DEV_STREAM_LEGACY || device_stream_query(ds) != 0);
+	/* A pinned source is read when the copy runs: captured rows may need
+	 * the check then (pool_issue asks whether work is queued ahead, only
+	 * for copies that capture). A pageable source is staged during the call. */
+	out->verify = out->src_pinned;
 	return 1;
 }

@@ -71,7 +71,7 @@ struct classify_out {
 	int dev;                /* CL_POOL: the destination's device */
 	dev_stream ds;          /* CL_POOL: the stream handle the driver sees */
 	int src_pinned;         /* CL_POOL: the source is page-locked host memory */
-	int verify;             /* CL_POOL: captured rows need the run-time check */
+	int verify;             /* CL_POOL: the source is pinned: captured rows may need the run-time check */
 };
 
 /*

@@ -294,8 +294,6 @@ static int pool_copy_full(struct pool_copy_ctx *x, struct backoff *b)
 
 	if (!err)
 		err = pool_issue(x);
-	if (!err && r->verify && x->captures)
-		err = pool_check_queue(x);
 	pthread_mutex_lock(&p->mu);
 	pool_publish(x, err == POOL_DONE);
 	can_admit = pool_can_admit(p);

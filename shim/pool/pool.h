@@ -87,8 +87,10 @@ struct pool_request {
 	/* Serve hits only, admit nothing (the row size of this copy is not settled yet). */
 	int no_admit;
 	/*
-	 * Set when the source is pinned and the stream may run the copy later
-	 * than now (pincheck.h).
+	 * Set when the source is pinned: the device reads it when the copy
+	 * runs, so a batch of its rows reads it in stream order, and captured
+	 * rows are checked then when the stream has work queued ahead of the
+	 * copy (pincheck.h, issue.h). A pageable source is read during the call.
 	 */
 	int verify;
 	/*

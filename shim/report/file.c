@@ -76,20 +76,16 @@ int report_write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-/*
- * A stats path that names a device or a FIFO, directly or through a link
- * (/dev/null, /dev/stderr, a pipe to a collector), is written to as it is:
- * renaming a file over it would replace the node. Opening never blocks (a
- * FIFO nobody reads fails with ENXIO); a reader that stops reading is given
- * REPORT_SPECIAL_WAIT_MS per stall, then the write gives up. Returns 0 or
- * -errno.
- */
-static int report_write_special(const char *path, const char *data, size_t len)
-{
-	int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC), err = 0;
+static void (*report_race_hook)(const char *path);	/* tests: between the check and the open */
 
-	if (fd < 0)
-		return -errno;
+void report_file_set_race_hook(void (*hook)(const char *path))
+{
+	report_race_hook = hook;
+}
+
+/* Writes all of data to fd, a FIFO or device opened non-blocking, giving a stalled reader REPORT_SPECIAL_WAIT_MS. */
+static int report_write_nonblocking(int fd, const char *data, size_t len)
+{
 	while (len > 0) {
 		ssize_t n = write(fd, data, len);
 
@@ -100,19 +96,60 @@ static int report_write_special(const char *path, const char *data, size_t len)
 			struct pollfd p = { .fd = fd, .events = POLLOUT };
 			int r = poll(&p, 1, REPORT_SPECIAL_WAIT_MS);
 
-			if (r == 0) {
-				err = -ETIMEDOUT;
-				break;
-			}
-			if (r < 0 && errno != EINTR) {
-				err = -errno;
-				break;
-			}
+			if (r == 0)
+				return -ETIMEDOUT;
+			if (r < 0 && errno != EINTR)
+				return -errno;
 		} else if (errno != EINTR) {
-			err = -errno;
-			break;
+			return -errno;
 		}
 	}
+	return 0;
+}
+
+/*
+ * A stats path that names a device or a FIFO, directly or through a link
+ * (/dev/null, /dev/stderr, a pipe to a collector), is written to as it is:
+ * renaming a file over it would replace the node. The check (lstat, and
+ * stat through a link) and the open are two moments: what is opened is
+ * what fstat says of the open descriptor, never the check. The node itself
+ * is opened with O_NOFOLLOW, so a link put in its place meanwhile is never
+ * followed; a link the user named is followed, and what it leads to is
+ * written only if it is still a FIFO or a device. Anything else found at
+ * the open (a regular file, a link where there was none) is left alone
+ * and the caller writes the dump the regular way, which replaces the name,
+ * never what a link points to. Opening never blocks (a FIFO nobody reads
+ * fails with ENXIO, O_NOCTTY: a terminal does not become the process's);
+ * a reader that stops reading is given REPORT_SPECIAL_WAIT_MS per stall,
+ * then the write gives up. Returns 0 or -errno when written here (or
+ * refused: -EISDIR for a directory, socket or block device), 1 when the
+ * dump is to be written the regular way.
+ */
+static int report_write_special(const char *path, const char *data, size_t len)
+{
+	int flags = O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, fd, err;
+	struct stat st;
+
+	if (lstat(path, &st) != 0)
+		return 1;
+	if (!S_ISLNK(st.st_mode))
+		flags |= O_NOFOLLOW;
+	else if (stat(path, &st) != 0)
+		return 1;
+	if (S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode))
+		return -EISDIR;
+	if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))
+		return 1;
+	if (report_race_hook)
+		report_race_hook(path);
+	fd = open(path, flags);
+	if (fd < 0)
+		return errno == ELOOP ? 1 : -errno;
+	if (fstat(fd, &st) != 0 || (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))) {
+		close(fd);
+		return 1;
+	}
+	err = report_write_nonblocking(fd, data, len);
 	if (close(fd) != 0 && err == 0 && errno != EINTR)
 		err = -errno;
 	return err;
@@ -122,15 +159,11 @@ int report_write_file(const char *path, const char *data, size_t len)
 {
 	char tmp[REPORT_PATH_MAX + 48];
 	long pid = (long)getpid();
-	struct stat st;
 	int fd = -1, i, n, err;
 
-	if (stat(path, &st) == 0) {
-		if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))
-			return report_write_special(path, data, len);
-		if (S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode))
-			return -EISDIR;
-	}
+	err = report_write_special(path, data, len);
+	if (err <= 0)
+		return err;
 	for (i = 0; i < REPORT_TMP_TRIES; i++) {
 		if (i == 0)
 			n = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, pid);

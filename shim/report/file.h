@@ -10,7 +10,12 @@
  * never leave a torn one in place of the previous). A path that names a
  * FIFO or a character device, directly or through a link (/dev/null,
  * /dev/stderr, a pipe to a collector), is written in place, never renamed
- * over. A path shown in a message is escaped (log_escape).
+ * over; what is written there is decided by fstat on the open descriptor,
+ * not by the check before it: the node itself is opened with O_NOFOLLOW,
+ * and a regular file found at the open (a link put in its place, a link
+ * retargeted) is never written through; the dump is then written the
+ * regular way, which replaces the name only. A path shown in a message is
+ * escaped (log_escape).
  *
  * Nothing here allocates or takes a lock (the error texts come from a fixed
  * table, not strerror), so the reporter thread can write the final dump
@@ -36,6 +41,13 @@ void report_file_setup(void);
  * untouched.
  */
 int report_write_file(const char *path, const char *data, size_t len);
+
+/*
+ * For tests: hook (NULL: none) runs in report_write_file between the check
+ * that path names a FIFO or a device and its open, so that a test can
+ * swap the node in that window. Not for the library's own use.
+ */
+void report_file_set_race_hook(void (*hook)(const char *path));
 
 /* Writes all of buf to fd, retrying on EINTR and short writes. Returns 0 or -errno. */
 int report_write_all(int fd, const char *buf, size_t len);

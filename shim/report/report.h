@@ -107,7 +107,10 @@ void report_atfork_child(void);
  * For SIGINT, SIGTERM and SIGHUP, once report_start has run, it keeps the
  * shim's handler in place of SIG_DFL and reports SIG_DFL back (with the
  * mask and flags the program last set); a handler or SIG_IGN the program
- * sets replaces the shim's. Everything else goes to the C library as is. Safe to
+ * sets replaces the shim's. Each call first checks that the shim's
+ * handler is still the one installed: one replaced by a route the hooks do
+ * not see (a raw rt_sigaction system call) is the program's again, and is
+ * reported as what it is. Everything else goes to the C library as is. Safe to
  * call from a signal handler (no lock, no allocation).
  */
 int report_sigaction(int sig, const struct sigaction *act, struct sigaction *oldact);

@@ -210,6 +210,18 @@ static struct sigaction report_handler_action(void)
 	return sa;
 }
 
+/*
+ * Whether the shim's handler is still the one installed for sig. A route
+ * no hook sees (a raw rt_sigaction system call, glibc's sigignore) may
+ * have replaced it: then the signal is the program's again.
+ */
+static int report_still_ours(int sig)
+{
+	struct sigaction cur;
+
+	return dlreal_sigaction(sig, NULL, &cur) != 0 || cur.sa_handler == report_on_signal;
+}
+
 int report_sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
 {
 	struct sigaction want, view, prev, ours;
@@ -219,6 +231,8 @@ int report_sigaction(int sig, const struct sigaction *act, struct sigaction *old
 		return dlreal_sigaction(sig, act, oldact);
 	if (act)
 		want = *act;	/* act and oldact may be one struct */
+	if (atomic_load(&report_owned[i]) && !report_still_ours(sig))
+		atomic_store(&report_owned[i], 0);
 	if (atomic_load(&report_owned[i])) {
 		view = report_view[i];
 		if (act == NULL) {

@@ -30,7 +30,10 @@
  * ignored. When the program later sets one of them back to SIG_DFL, the
  * shim keeps its handler and reports the default to the program
  * (report_sigaction, report.h). While a signal is owned, the shim keeps
- * the disposition the program believes in.
+ * the disposition the program believes in. A handler installed by a route
+ * no hook sees (a raw rt_sigaction system call, as the Go runtime makes)
+ * ends the ownership when report_sigaction next finds it in place of the
+ * shim's: from then on the program is told what is really installed.
  */
 #ifndef VRAMPOOL_SIGNALS_H
 #define VRAMPOOL_SIGNALS_H

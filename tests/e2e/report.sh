@@ -187,6 +187,39 @@ ignored_stays_ignored() {
 }
 check "SIGTERM ignored by the program stays ignored" ignored_stays_ignored
 
+# signal_routes: a handler set, then SIG_DFL set back, through each of the
+# C library's functions (tests/apps/sigroutes.c): the program prints and
+# ends as it does without the shim, and when it ends by SIGTERM at its
+# default the shim's dump says so.
+signal_routes() {
+	local set reset tag plain rc0 rc1 bad=0
+	for set in signal sigaction bsd_signal ssignal sysv_signal __sysv_signal sigset; do
+		for reset in none signal "$set"; do
+			tag=route-$set-$reset
+			[ -e "$TMP/$tag.0" ] && continue
+			(dfl "$B/apps/sigroutes" "$set" "$reset") >"$TMP/$tag.0" 2>&1
+			rc0=$?
+			(dfl env VRAMPOOL_STATS="$TMP/$tag.json" VRAMPOOL_QUIET=1 LD_PRELOAD="$SHIM" \
+				"$B/apps/sigroutes" "$set" "$reset") >"$TMP/$tag.1" 2>&1
+			rc1=$?
+			plain=143
+			[ "$reset" = none ] && plain=42
+			if [ "$rc0" != "$plain" ] || [ "$rc1" != "$rc0" ] || ! cmp -s "$TMP/$tag.0" "$TMP/$tag.1"; then
+				echo "== $set then $reset: exit $rc1 with the shim, $rc0 without (want $plain)"
+				diff "$TMP/$tag.0" "$TMP/$tag.1"
+				bad=1
+			elif [ "$reset" != none ] &&
+				! json_ok "$TMP/$tag.json" "d['final'] is True and d['ended_by'] == 'SIGTERM'"; then
+				echo "== $set then $reset: no final dump ended by SIGTERM"
+				bad=1
+			fi
+		done
+	done
+	return $bad
+}
+check "a handler set and SIG_DFL set back through signal, sigaction, bsd_signal, ssignal, sysv_signal, __sysv_signal or sigset: the program sees and ends as without the shim" \
+	signal_routes
+
 python_keyboard_interrupt() {
 	local pid rc without
 	dfl python3 "$PYLOOP" "$CUDART" >"$TMP/py0.out" 2>"$TMP/py0.err" &

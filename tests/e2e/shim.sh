@@ -62,14 +62,15 @@ exports_only_interposed() {
 	local got want
 	got=$(nm -D --defined-only "$SHIM" | awk '{print $3}' | sort | tr '\n' ' ')
 	# the rows of the entry table (shim/intercept/entries.h: X(name, lib) and
-	# A(X, name, ...)), and dlsym, dlvsym, sigaction, signal
+	# A(X, name, ...)), dlsym, dlvsym, and the functions that set a signal's
+	# disposition (shim/intercept/signals.h)
 	want=$({ sed -n 's/^[[:space:]]*X(\([A-Za-z0-9_]*\), .*/\1/p; s/^[[:space:]]*A(X, \([A-Za-z0-9_]*\), .*/\1/p' \
-		"$ROOT/shim/intercept/entries.h"; printf '%s\n' dlsym dlvsym sigaction signal; } | sort | tr '\n' ' ')
+		"$ROOT/shim/intercept/entries.h"; printf '%s\n' dlsym dlvsym sigaction signal bsd_signal ssignal sysv_signal __sysv_signal sigset; } | sort | tr '\n' ' ')
 	[ "$got" = "$want" ] || { echo "exports: $got"; echo "table:   $want"; return 1; }
 	# and depends on libc, libdl and pthread only (ld.so provides __tls_get_addr)
 	! readelf -d "$SHIM" | grep NEEDED | grep -vE 'libc\.so|libdl\.so|libpthread\.so|ld-linux'
 }
-check "the library exports only the interposed entry points (and sigaction, signal)" exports_only_interposed
+check "the library exports only the interposed entry points (and dlsym, dlvsym and the signal setters)" exports_only_interposed
 
 # bad_var VAR VALUE WORD: one line on stderr naming VAR, the run intact and counted.
 bad_var() {

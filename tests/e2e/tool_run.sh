@@ -8,7 +8,10 @@
 # reached CUDA, an existing LD_PRELOAD survives, the temporary dump is
 # removed, a multi-process run reports the processes that copied (several
 # side by side), the installed layout finds its library, and a program whose
-# copies cannot be seen gets the warning.
+# copies cannot be seen gets the warning. Signals: one sent to the launcher
+# alone is passed on, with SIGKILL after --kill-after; Ctrl-C reaches the
+# program once; the launcher ends as the program did; an interrupted run 1
+# ends --ab.
 source "$(dirname "$0")/lib.sh"
 # These checks expect hits: the cost ledger is forced to pool, so that none
 # depends on how fast this machine hashes (ledger.sh tests the ledger).
@@ -174,6 +177,164 @@ ab_first_failed() {
 }
 check "--ab does not run again when the first run failed before any CUDA call, and blames the failure" \
 	ab_first_failed
+
+# ---- signals: passed on once, a bounded wait, the launcher ends as CMD did ----------
+# (issue 17, H and I). No timing is asserted: the waits poll for a state,
+# and --kill-after is short only to keep the run short.
+
+# on_tty WAIT_RE TIMEOUT CMD...: runs CMD on a new terminal (a pty; CMD
+# leads its session, in the foreground), waits for WAIT_RE in its output,
+# types Ctrl-C, and prints the output and "status: exit N" or "status:
+# signal N". After TIMEOUT seconds the session is killed ("status: timeout").
+cat >"$TMP/on_tty.py" <<'PY'
+import os, pty, re, select, signal, sys, time
+wait_re, timeout, cmd = re.compile(sys.argv[1].encode(), re.M), float(sys.argv[2]), sys.argv[3:]
+pid, fd = pty.fork()
+if pid == 0:
+    for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
+        signal.signal(s, signal.SIG_DFL)
+    os.execvp(cmd[0], cmd)
+out, typed, end = b"", False, time.time() + timeout
+while time.time() < end:
+    if select.select([fd], [], [], 0.1)[0]:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    if not typed and wait_re.search(out):
+        os.write(fd, b"\x03")
+        typed = True
+else:
+    os.killpg(pid, signal.SIGKILL)
+_, st = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace").replace("\r\n", "\n"))
+if time.time() >= end:
+    print("status: timeout")
+elif os.WIFSIGNALED(st):
+    print("status: signal %d" % os.WTERMSIG(st))
+else:
+    print("status: exit %d" % os.WEXITSTATUS(st))
+PY
+# counter.py SIG: counts SIG for a second after the first, then prints
+# "got N" and exits N; with "group" it first sends SIG to its own process
+# group (kill(0, SIG)), as a program ending its workers does.
+cat >"$TMP/counter.py" <<'PY'
+import os, signal, sys, time
+sig, n = getattr(signal, sys.argv[1]), [0]
+signal.signal(sig, lambda s, f: n.__setitem__(0, n[0] + 1))
+print("ready %d" % os.getpid(), flush=True)
+if sys.argv[2:] == ["group"]:
+    os.kill(0, sig)
+end = time.time() + 20
+while not n[0] and time.time() < end:
+    time.sleep(0.02)
+time.sleep(1)
+print("got %d" % n[0], flush=True)
+sys.exit(n[0])
+PY
+# alive PID: the process is there and not a zombie.
+alive() { [ -d /proc/$1 ] && ! grep -q '^State:.*Z' /proc/$1/status 2>/dev/null; }
+# ended PID: waits for this shell's child PID (at most a minute, else
+# SIGKILL) and returns its status.
+ended() {
+	local _
+	for _ in $(seq 600); do alive "$1" || break; sleep 0.1; done
+	alive "$1" && { echo "gave up waiting for $1"; kill -KILL "$1"; }
+	wait "$1"
+}
+
+# stop_launcher PID DUMP: once DUMP (the program's running dump) is
+# there, sends SIGTERM to the launcher PID (this shell's child) and waits
+# for it, its status in rc; fails when the program (the dump's pid)
+# outlives it.
+stop_launcher() {
+	local prog _
+	for _ in $(seq 300); do [ -s "$2" ] && break; sleep 0.1; done
+	prog=$(jget "$2" pid) || { kill -KILL "$1"; return 1; }
+	kill -TERM "$1"
+	ended "$1"
+	rc=$?
+	for _ in $(seq 100); do alive "$prog" || break; sleep 0.1; done
+	if alive "$prog"; then echo "the program $prog runs on after the launcher ended"; kill -KILL "$prog"; return 1; fi
+}
+sigterm_passed_on() {
+	local rc
+	rm -f "$TMP/term.json"
+	"$V" run --layout 3072 --stats "$TMP/term.json" -- "$TRAINER" --samples 400 --row 3072 --batch 32 \
+		--epochs 1000000 >"$TMP/term.out" 2>"$TMP/term.err" &
+	stop_launcher $! "$TMP/term.json" || return 1
+	cat "$TMP/term.err"
+	[ "$rc" = 143 ] || { echo "launcher exit $rc"; return 1; }
+	grep -q 'SIGTERM passed on to' "$TMP/term.err" && grep -q 'ended by SIGTERM' "$TMP/term.err" &&
+		json_is term.json final true && json_is term.json ended_by SIGTERM
+}
+check "SIGTERM to vrampool run alone is passed on: the program ends with its final dump (ended by SIGTERM) and the launcher dies of SIGTERM" \
+	sigterm_passed_on
+sigkill_after_grace() {
+	local pid rc prog
+	"$V" run --kill-after 1 -- python3 -c 'import os, signal, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print("ready %d" % os.getpid(), flush=True)
+time.sleep(60)' >"$TMP/grace.out" 2>"$TMP/grace.err" &
+	pid=$!
+	for _ in $(seq 300); do grep -q '^ready' "$TMP/grace.out" && break; sleep 0.1; done
+	prog=$(sed -n 's/^ready //p' "$TMP/grace.out")
+	kill -TERM $pid
+	ended $pid
+	rc=$?
+	if [ -n "$prog" ] && alive "$prog"; then echo "the program $prog runs on"; kill -KILL "$prog"; return 1; fi
+	cat "$TMP/grace.err"
+	[ "$rc" = 137 ] && grep -q 'did not end within 1 s of SIGTERM: sending SIGKILL' "$TMP/grace.err"
+}
+check "a program that ignores the signal passed on gets SIGKILL after --kill-after, and the launcher ends as it did" \
+	sigkill_after_grace
+check "--kill-after must be a number of seconds" expect 2 "--kill-after 'soon' is not a number of seconds" \
+	"$V" run --kill-after soon -- true
+ctrl_c_once() {
+	local out
+	out=$(python3 "$TMP/on_tty.py" '^ready' 30 "$V" run -- python3 "$TMP/counter.py" SIGINT)
+	printf '%s\n' "$out"
+	# a second SIGINT sent while the first is pending merges with it, so
+	# the count alone may hide one: the launcher must not have sent any
+	grep -q 'got 1$' <<<"$out" && grep -q '^status: exit 1$' <<<"$out" && ! grep -q 'passed on' <<<"$out"
+}
+check "Ctrl-C on the terminal reaches the program once, not once more through the launcher, which ends with the program's status" \
+	ctrl_c_once
+own_group_kill() {
+	local out rc
+	# the launcher in a group of its own, so that kill(0) spares this script
+	out=$(python3 -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' \
+		"$V" run -- python3 "$TMP/counter.py" SIGTERM group 2>&1)
+	rc=$?
+	printf '%s\nexit %s\n' "$out" "$rc"
+	[ "$rc" = 1 ] && grep -q '^got 1$' <<<"$out" && ! grep -q 'passed on' <<<"$out"
+}
+check "the program's own kill(0, SIGTERM) is not passed back to it: once, and the program's status" own_group_kill
+ab_ctrl_c() {
+	local out
+	out=$(python3 "$TMP/on_tty.py" '^epoch 2 ' 60 "$V" run --ab --layout 3072 -- "$TRAINER" --samples 400 --row 3072 \
+		--batch 32 --epochs 1000000)
+	printf '%s\n' "$out" | grep -v '^epoch'
+	grep -q 'run 1 of 2 (pool off) was interrupted by SIGINT: the A/B stops here, with no comparison' <<<"$out" &&
+		grep -q 'ended by SIGINT' <<<"$out" && grep -q '^status: signal 2$' <<<"$out" &&
+		! grep -q 'run 2 of 2\|verdict' <<<"$out"
+}
+check "Ctrl-C during run 1 of --ab ends the A/B: run 1 reported as interrupted, no run 2, no verdict, the launcher dies of SIGINT" \
+	ab_ctrl_c
+ab_sigterm() {
+	local rc
+	rm -f "$TMP/abt.off.json"
+	"$V" run --ab --layout 3072 --stats "$TMP/abt.json" -- "$TRAINER" --samples 400 --row 3072 --batch 32 \
+		--epochs 1000000 >/dev/null 2>"$TMP/abt.err" &
+	stop_launcher $! "$TMP/abt.off.json" || return 1
+	cat "$TMP/abt.err"
+	[ "$rc" = 143 ] && grep -q 'run 1 of 2 (pool off) was interrupted by SIGTERM' "$TMP/abt.err" &&
+		! grep -q 'run 2 of 2\|verdict' "$TMP/abt.err" && [ ! -e "$TMP/abt.on.json" ]
+}
+check "SIGTERM to vrampool run --ab during run 1 ends the A/B there" ab_sigterm
 
 # ---- the environment of the program ------------------------------------------------
 preload_kept() {

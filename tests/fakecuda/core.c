@@ -36,6 +36,7 @@ static pid_t fc_main_pid;
 struct fc_api_slot {
 	const char *_Atomic name;
 	atomic_ullong calls;
+	atomic_ullong injected;         /* calls of it failed by FAKECUDA_FAIL */
 };
 
 static struct fc_api_slot api_slots[FC_API_SLOTS];
@@ -122,6 +123,8 @@ int fc_api_enter(const char *name)
 		if (strcmp(fails[i].name, name) == 0 &&
 		    (fails[i].only ? n == fails[i].n : n >= fails[i].n)) {
 			atomic_fetch_add(&fc_cnt.injected_faults, 1);
+			if (slot)
+				atomic_fetch_add(&slot->injected, 1);
 			return 1;
 		}
 	}
@@ -788,7 +791,9 @@ int fc_host_flags(const void *p, unsigned *flags)
 	X(d2h_calls) X(h2h_bytes) X(h2h_calls) X(memset_bytes) X(memset_calls) \
 	X(alloc_bytes) X(peak_alloc) X(alloc_calls) X(free_calls) X(oom_errors) \
 	X(injected_faults) X(graph_nodes_captured) X(graph_launches) \
-	X(kernel_launches) X(kernel_bytes) X(kernel_faults)
+	X(kernel_launches) X(kernel_bytes) X(kernel_faults) \
+	X(ops_copy) X(ops_batch) X(ops_kernel) X(ops_memset) X(ops_hostfn) \
+	X(ops_event) X(ops_other)
 
 FC_API unsigned long long fakecuda_counter(const char *name)
 {
@@ -803,6 +808,11 @@ FC_API unsigned long long fakecuda_counter(const char *name)
 		return fc.cfg.mem;
 	if (strcmp(name, "devices") == 0)
 		return (unsigned long long)fc.cfg.devices;
+	/* "injected:NAME": the calls of NAME that FAKECUDA_FAIL failed. */
+	if (strncmp(name, "injected:", 9) == 0) {
+		slot = api_slot(name + 9, 0);
+		return slot ? atomic_load(&slot->injected) : 0;
+	}
 	slot = api_slot(name, 0);
 	return slot ? atomic_load(&slot->calls) : 0;
 }
@@ -839,6 +849,18 @@ FC_API int fakecuda_write_report(const char *path)
 		if (!n)
 			continue;
 		fprintf(f, "%s\"%s\": %llu", first ? "" : ", ", n, atomic_load(&api_slots[i].calls));
+		first = 0;
+	}
+	/* Per entry point, the calls FAKECUDA_FAIL failed (those with any). */
+	fprintf(f, "}, \"injected\": {");
+	first = 1;
+	for (i = 0; i < FC_API_SLOTS; i++) {
+		const char *n = atomic_load(&api_slots[i].name);
+		unsigned long long k = atomic_load(&api_slots[i].injected);
+
+		if (!n || !k)
+			continue;
+		fprintf(f, "%s\"%s\": %llu", first ? "" : ", ", n, k);
 		first = 0;
 	}
 	fprintf(f, "}}\n");
@@ -885,8 +907,10 @@ static void fork_child(void)
 	pthread_cond_init(&fc.cond, NULL);
 	fc.gen = gen;
 	fc.is_child = 1;
-	for (i = 0; i < FC_API_SLOTS; i++)
+	for (i = 0; i < FC_API_SLOTS; i++) {
 		atomic_store(&api_slots[i].calls, 0);
+		atomic_store(&api_slots[i].injected, 0);
+	}
 #define X(f) atomic_store(&fc_cnt.f, 0);
 	FC_COUNTERS(X)
 #undef X

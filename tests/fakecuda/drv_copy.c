@@ -4,6 +4,7 @@
  */
 #include "fakecuda.h"
 
+#include <stddef.h>
 #include <string.h>
 
 /* ---- copies ---- */
@@ -58,14 +59,17 @@ FC_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstr
 { return copy_any("cuMemcpyAsync_ptsz", 1, 0, fc_ptr(d), fc_ptr(s), n, ANY, h); }
 
 /* The 13.0 batch (no failIdx): refuses the legacy stream and a zero
- * srcAccessOrder; one counted copy per entry. */
+ * srcAccessOrder; one stream operation, one counted copy per entry, each
+ * source read as its srcAccessOrder says (fc_copy_batch). */
 static CUresult batch_any(const char *name, int ptsz, CUdeviceptr *dsts, CUdeviceptr *srcs,
 			  size_t *sizes, size_t count, CUmemcpyAttributes *attrs,
 			  size_t *idxs, size_t nattrs, CUstream h)
 {
 	struct CUstream_st *s;
 	size_t i;
-	int err = 0;
+
+	_Static_assert(offsetof(CUmemcpyAttributes, srcAccessOrder) == 0, "the order comes first");
+	_Static_assert(sizeof(CUdeviceptr) == sizeof(void *), "UVA: a CUdeviceptr is a pointer");
 
 	DRV_ENTER(name, 1);
 	DRV_STREAM(h, ptsz, s);
@@ -76,9 +80,8 @@ static CUresult batch_any(const char *name, int ptsz, CUdeviceptr *dsts, CUdevic
 		if (attrs[i].srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_INVALID ||
 		    (i && idxs[i] <= idxs[i - 1]) || idxs[i] >= count)
 			return CUDA_ERROR_INVALID_VALUE;
-	for (i = 0; i < count && !err; i++)
-		err = fc_copy(fc_ptr(dsts[i]), fc_ptr(srcs[i]), sizes[i], ANY, s, 0);
-	return fc_drv_err(err);
+	return fc_drv_err(fc_copy_batch((void *const *)(void *)dsts, (const void *const *)(void *)srcs, sizes,
+					count, attrs, sizeof(*attrs), idxs, nattrs, s));
 }
 
 FC_API CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,

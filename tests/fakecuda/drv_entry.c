@@ -63,8 +63,14 @@ int fc_drv_enter(const char *name, int need_ctx)
 	X(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "pointer does not correspond to a registered memory region") \
 	X(CUDA_ERROR_UNKNOWN, "unknown error")
 
+/* The error strings need no cuInit; they count and fail like any call. */
 FC_API CUresult cuGetErrorString(CUresult error, const char **pStr)
 {
+	if (fc_api_enter("cuGetErrorString")) {
+		if (pStr)
+			*pStr = NULL;
+		return CUDA_ERROR_UNKNOWN;
+	}
 	if (!pStr)
 		return CUDA_ERROR_INVALID_VALUE;
 	switch (error) {
@@ -77,6 +83,11 @@ FC_API CUresult cuGetErrorString(CUresult error, const char **pStr)
 
 FC_API CUresult cuGetErrorName(CUresult error, const char **pStr)
 {
+	if (fc_api_enter("cuGetErrorName")) {
+		if (pStr)
+			*pStr = NULL;
+		return CUDA_ERROR_UNKNOWN;
+	}
 	if (!pStr)
 		return CUDA_ERROR_INVALID_VALUE;
 	switch (error) {
@@ -145,6 +156,7 @@ static const struct fc_proc procs[] = {
 	P("cuMemRetainAllocationHandle", 0, cuMemRetainAllocationHandle, NULL),
 	P("cuMemGetAllocationPropertiesFromHandle", 0, cuMemGetAllocationPropertiesFromHandle, NULL),
 	P("cuMemFreeHost", 0, cuMemFreeHost, NULL),
+	P("cuMemHostGetDevicePointer", 0, cuMemHostGetDevicePointer_v2, NULL),
 	P("cuMemHostRegister", 0, cuMemHostRegister_v2, NULL),
 	P("cuMemHostUnregister", 0, cuMemHostUnregister, NULL),
 	P("cuPointerGetAttribute", 0, cuPointerGetAttribute, NULL),
@@ -185,6 +197,7 @@ static const struct fc_proc procs[] = {
 	P("cuStreamQuery", 0, cuStreamQuery, cuStreamQuery_ptsz),
 	P("cuStreamWaitEvent", 0, cuStreamWaitEvent, cuStreamWaitEvent_ptsz),
 	P("cuStreamIsCapturing", 0, cuStreamIsCapturing, cuStreamIsCapturing_ptsz),
+	P("cuThreadExchangeStreamCaptureMode", 0, cuThreadExchangeStreamCaptureMode, NULL),
 	P("cuStreamGetCaptureInfo", 12030, cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo_v3_ptsz),
 	P("cuStreamBeginCapture", 0, cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz),
 	P("cuStreamEndCapture", 0, cuStreamEndCapture, cuStreamEndCapture_ptsz),

@@ -168,6 +168,16 @@ FC_API CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
 	return fc_drv_err(fc_host_alloc(size, flags, pp));
 }
 
+/* Unified addressing: a page-locked host range's device address is its host address. */
+FC_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int flags)
+{
+	DRV_ENTER("cuMemHostGetDevicePointer_v2", 1);
+	if (!pdptr || flags || fc_mem_classify(p, 1, NULL) != FC_PINNED)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pdptr = (CUdeviceptr)(uintptr_t)p;
+	return CUDA_SUCCESS;
+}
+
 FC_API CUresult cuMemFreeHost(void *p)
 {
 	DRV_ENTER("cuMemFreeHost", 1);

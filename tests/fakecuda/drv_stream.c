@@ -178,6 +178,22 @@ FC_API CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream h, CUstreamCaptureStatus
 					       const CUgraphEdgeData **edges, size_t *ndeps)
 { return capture_info("cuStreamGetCaptureInfo_v3_ptsz", 1, h, st, id, graph, deps, edges, ndeps); }
 
+/* The calling thread's capture mode, the runtime's (recorded, not enforced). */
+FC_API CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+	struct fc_tls *t;
+	CUstreamCaptureMode old;
+
+	DRV_ENTER("cuThreadExchangeStreamCaptureMode", 0);
+	if (!mode || (unsigned)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	t = fc_tls_get();
+	old = (CUstreamCaptureMode)t->capture_mode;
+	t->capture_mode = (enum cudaStreamCaptureMode)*mode;
+	*mode = old;
+	return CUDA_SUCCESS;
+}
+
 static CUresult begin_capture(const char *name, int ptsz, CUstream h)
 {
 	struct CUstream_st *s;

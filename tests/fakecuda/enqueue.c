@@ -41,10 +41,12 @@ static void count_xfer(const struct fc_xfer *x)
 		atomic_fetch_add(&fc_cnt.memset_calls, 1);
 		atomic_fetch_add(&fc_cnt.memset_bytes, x->n);
 	} else if (x->kind == OP_GATHER) {
-		/* Kernel bytes are device-to-device moves. */
+		/* A device-to-device call; its bytes are counted as the worker moves them. */
 		atomic_fetch_add(&fc_cnt.kernel_launches, 1);
-		atomic_fetch_add(&fc_cnt.kernel_bytes, x->n);
-		count_copy(DIR_D2D, x->n);
+		atomic_fetch_add(&fc_cnt.d2d_calls, 1);
+	} else if (x->kind == OP_BATCH) {
+		for (size_t i = 0; i < x->batch->n; i++)
+			count_copy(x->batch->it[i].x.dir, x->batch->it[i].x.n);
 	}
 }
 
@@ -121,6 +123,72 @@ int fc_copy(void *dst, const void *src, size_t n, int kind,
 	    struct CUstream_st *s, int sync)
 {
 	return fc_copy2d(dst, n, src, n, n, 1, kind, s, sync);
+}
+
+/* The srcAccessOrder of copy I of a batch (attribute structs of SIZE bytes, order first). */
+static int batch_order(const void *attrs, size_t size, const size_t *idxs, size_t nattrs, size_t i)
+{
+	size_t a = 0;
+	int order;
+
+	while (a + 1 < nattrs && idxs[a + 1] <= i)
+		a++;
+	memcpy(&order, (const char *)attrs + a * size, sizeof(order));
+	return order;
+}
+
+int fc_copy_batch(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
+		  const void *attrs, size_t attr_size, const size_t *idxs, size_t nattrs,
+		  struct CUstream_st *s)
+{
+	struct fc_batch *b;
+	struct fc_op *op;
+	size_t i, k = 0;
+	int err = 0, sk, dk;
+
+	if (s->capturing) {
+		for (i = 0; i < count && !err; i++)
+			err = fc_copy(dsts[i], srcs[i], sizes[i], cudaMemcpyDefault, s, 0);
+		return err;
+	}
+	op = calloc(1, sizeof(*op));
+	b = calloc(1, sizeof(*b) + count * sizeof(b->it[0]));
+	if (!op || !b) {
+		free(op);
+		free(b);
+		return -ENOMEM;
+	}
+	op->x.kind = OP_BATCH;
+	op->x.batch = b;
+	for (i = 0; i < count; i++) {
+		struct fc_batch_item *it = &b->it[k];
+
+		if (!sizes[i])
+			continue;
+		dk = fc_copy_describe(&it->x, dsts[i], sizes[i], srcs[i], sizes[i], sizes[i], 1,
+				      cudaMemcpyDefault, &sk);
+		if (dk < 0 || dk == FC_PAGEABLE) {
+			/* A pageable destination would make the batch synchronous: not a batch's job here. */
+			err = dk < 0 ? dk : -EINVAL;
+			break;
+		}
+		b->n = ++k;
+		/* Read during the call: copied now, whatever the memory. */
+		if (batch_order(attrs, attr_size, idxs, nattrs, i) == CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL &&
+		    sk != FC_DEVICE) {
+			it->staging = malloc(sizes[i]);
+			if (!it->staging) {
+				err = -ENOMEM;
+				break;
+			}
+			memcpy(it->staging, srcs[i], sizes[i]);
+		}
+	}
+	if (err || !k) {
+		fc_op_free(op);
+		return err;
+	}
+	return enqueue_data_op(s, op, 0);
 }
 
 int fc_memset2d(void *dst, size_t pitch, unsigned value, unsigned esize,
@@ -200,7 +268,6 @@ int fc_gather_enqueue(struct CUstream_st *s, struct fc_gather *g)
 		return -ENOMEM;
 	}
 	op->x.gather = g;
-	op->x.n = g->bytes;
 	op->x.dir = DIR_D2D;
 	return enqueue_data_op(s, op, 0);
 }

@@ -83,6 +83,9 @@ struct fc_counters {
 	atomic_ullong oom_errors, injected_faults;
 	atomic_ullong graph_nodes_captured, graph_launches;
 	atomic_ullong kernel_launches, kernel_bytes, kernel_faults;
+	/* Stream operations by kind, counted when submitted to run (a graph
+	 * replay's nodes at replay): a batch is one operation. */
+	atomic_ullong ops_copy, ops_batch, ops_kernel, ops_memset, ops_hostfn, ops_event, ops_other;
 };
 
 #define FC_BLOCK_VAR 1   /* backs a registered __device__ variable */
@@ -110,7 +113,7 @@ struct CUmemPoolHandle_st {
 struct CUctx_st {
 	int dev;
 	int refs;
-	int active;              /* used since the last reset (cuDevicePrimaryCtxGetState) */
+	atomic_int active;       /* used since the last reset (cuDevicePrimaryCtxGetState); set by any thread */
 	unsigned long long gen;  /* bumped by cudaDeviceReset; part of cuCtxGetId */
 };
 
@@ -163,9 +166,16 @@ struct fc_config {
  * asserts pin the layout). An entry moves nrows consecutive rows of row
  * bytes between slab and destination rows [dst_row, dst_row + nrows):
  * FC_GATHER_CAPTURE set, destination -> slab, else slab -> destination.
+ * The table (entries, then warps starts of 8 bytes: entry, unit) is
+ * inline, or at table: mapped host memory the kernel reads as it runs.
+ * Each entry is cut into units of FC_GATHER_UNIT bytes (an empty one is
+ * one unit); warp w (global thread / 32 of a 1-D grid) moves units
+ * [w * per_warp, (w + 1) * per_warp), starting where its start says, or
+ * at entry u = unit u when warps is 0 (every entry one unit).
  */
 #define FC_GATHER_CAPTURE 0x80000000u
-#define FC_GATHER_MAX 1024
+#define FC_GATHER_UNIT 2048
+#define FC_GATHER_INLINE 16384
 
 struct fc_gather_entry {
 	uint64_t slab;
@@ -173,34 +183,55 @@ struct fc_gather_entry {
 	uint32_t nrows_dir;
 };
 
-struct fc_gather_params {
+struct fc_gather_start {
+	uint32_t entry;
+	uint32_t unit;
+};
+
+/* The parameter's header: everything before the inline table. */
+struct fc_gather_head {
 	uint64_t dst;
 	uint64_t row;
+	uint64_t table;
+	uint64_t units;
 	uint32_t count;
+	uint32_t per_warp;
+	uint32_t warps;
 	uint32_t pad;
-	struct fc_gather_entry entries[FC_GATHER_MAX];
+};
+
+struct fc_gather_params {
+	struct fc_gather_head h;
+	unsigned char inline_table[FC_GATHER_INLINE];
 };
 
 _Static_assert(sizeof(struct fc_gather_entry) == 16, "gather entry is 16 bytes");
 _Static_assert(offsetof(struct fc_gather_entry, slab) == 0, "entry slab @0");
 _Static_assert(offsetof(struct fc_gather_entry, dst_row) == 8, "entry dst_row @8");
 _Static_assert(offsetof(struct fc_gather_entry, nrows_dir) == 12, "entry nrows_dir @12");
-_Static_assert(offsetof(struct fc_gather_params, dst) == 0, "params dst @0");
-_Static_assert(offsetof(struct fc_gather_params, row) == 8, "params row @8");
-_Static_assert(offsetof(struct fc_gather_params, count) == 16, "params count @16");
-_Static_assert(offsetof(struct fc_gather_params, pad) == 20, "params pad @20");
-_Static_assert(offsetof(struct fc_gather_params, entries) == 24, "params entries @24");
-_Static_assert(sizeof(struct fc_gather_params) == 24 + 16 * FC_GATHER_MAX, "params size");
+_Static_assert(sizeof(struct fc_gather_start) == 8, "warp start is 8 bytes");
+_Static_assert(offsetof(struct fc_gather_params, h.dst) == 0, "params dst @0");
+_Static_assert(offsetof(struct fc_gather_params, h.row) == 8, "params row @8");
+_Static_assert(offsetof(struct fc_gather_params, h.table) == 16, "params table @16");
+_Static_assert(offsetof(struct fc_gather_params, h.units) == 24, "params units @24");
+_Static_assert(offsetof(struct fc_gather_params, h.count) == 32, "params count @32");
+_Static_assert(offsetof(struct fc_gather_params, h.per_warp) == 36, "params per_warp @36");
+_Static_assert(offsetof(struct fc_gather_params, h.warps) == 40, "params warps @40");
+_Static_assert(offsetof(struct fc_gather_params, inline_table) == 48, "params inline table @48");
+_Static_assert(sizeof(struct fc_gather_params) == 48 + FC_GATHER_INLINE, "params size");
 
-/* One accepted launch of the gather kernel: what it moves, copied from the
- * caller's parameters at call time. Shared by reference between a stream
- * operation and graph nodes (fc_gather_hold / fc_gather_drop). */
+/* One accepted launch of the gather kernel: its parameter's header and the
+ * inline table bytes in use, copied at call time, the device and the
+ * threads of its grid. Shared by reference between a stream operation and
+ * graph nodes (fc_gather_hold / fc_gather_drop). Checked and performed by
+ * the worker that runs it (exec_gather.c). */
 struct fc_gather {
 	atomic_uint refs;
-	uint64_t dst, row;
-	uint32_t count;
-	uint64_t bytes;          /* the sum of nrows * row */
-	struct fc_gather_entry e[];
+	int dev;
+	uint64_t threads;        /* grid x block, 1-D */
+	struct fc_gather_head h;
+	size_t tab_bytes;        /* inline table bytes copied */
+	unsigned char tab[];
 };
 
 struct fc_state {
@@ -208,13 +239,13 @@ struct fc_state {
 	pthread_cond_t cond;     /* broadcast on every enqueue and completion */
 	int inited;
 	int is_child;            /* this process is a fork() child */
-	int used;                /* the API was called in this process */
+	atomic_int used;         /* the API was called in this process; set by any thread */
 	unsigned gen;            /* bumped in a fork child: invalidates TLS */
 	struct fc_config cfg;
 	struct fc_device dev[FC_MAX_DEV];
 	struct fc_hostrange *hosts;
 	struct CUstream_st *streams; /* every stream ever created, live or not */
-	int driver_inited;
+	atomic_int driver_inited; /* set by any thread's first call */
 };
 
 extern struct fc_state fc;
@@ -322,6 +353,18 @@ void fc_stream_forget(void);
  * SYNC: the caller waits for completion. */
 int fc_copy(void *dst, const void *src, size_t n, int kind,
 	    struct CUstream_st *s, int sync);
+/* cudaMemcpyBatchAsync's work: count copies (direction from the pointers)
+ * as ONE stream operation, every copy counted as its own. ATTRS holds
+ * NATTRS attribute structs of ATTR_SIZE bytes whose first member is the
+ * srcAccessOrder (CUmemcpyAttributes, cudaMemcpyAttributes), attribute i
+ * applying from copy IDXS[i] on (the caller checked them). A source read
+ * during the call (DURING_API_CALL) is copied at call time, whatever its
+ * memory; in stream order (STREAM) or at any time (ANY) it is read when
+ * the operation runs, a pageable one included. While s captures, each
+ * copy becomes its own node. */
+int fc_copy_batch(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
+		  const void *attrs, size_t attr_size, const size_t *idxs, size_t nattrs,
+		  struct CUstream_st *s);
 int fc_memset(void *dst, int value, size_t n, struct CUstream_st *s, int sync);
 /* A pitched copy of HEIGHT rows of WIDTH bytes: one operation, counted as
  * width * height bytes. -EINVAL for a pitch below the width, -ERANGE for a
@@ -387,6 +430,10 @@ void fc_graph_forget(void);
 /* A reference to a gather launch is taken / dropped (freed at the last). */
 void fc_gather_hold(struct fc_gather *g);
 void fc_gather_drop(struct fc_gather *g);
+/* A launch that breaks the kernel's rules, HOW "refused" (at the call) or
+ * "faulted" (on the worker): one line on stderr, kernel_faults + 1.
+ * Returns CUDA_ERROR_INVALID_VALUE. */
+CUresult fc_gather_fault(const char *how, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static inline void *fc_ptr(CUdeviceptr p)
 {

@@ -102,15 +102,16 @@ FC_API cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src
 	return memcpy_peer("cudaMemcpyPeerAsync", 0, dst, dstDevice, src, srcDevice, n, h);
 }
 
-/* The 13.0 batch: unordered inside, stream-ordered as a whole; refuses the
- * legacy stream and a zero srcAccessOrder. */
+/* The 13.0 batch: unordered inside, stream-ordered as a whole (one stream
+ * operation); refuses the legacy stream and a zero srcAccessOrder. */
 static cudaError_t batch_any(const char *name, int ptsz, void *const *dsts, const void *const *srcs,
 			     const size_t *sizes, size_t count, struct cudaMemcpyAttributes *attrs,
 			     size_t *attrsIdxs, size_t numAttrs, cudaStream_t h)
 {
 	struct CUstream_st *s;
 	size_t i;
-	int err = 0;
+
+	_Static_assert(offsetof(struct cudaMemcpyAttributes, srcAccessOrder) == 0, "the order comes first");
 
 	RT_ENTER(name);
 	RT_STREAM(h, ptsz, s);
@@ -121,9 +122,7 @@ static cudaError_t batch_any(const char *name, int ptsz, void *const *dsts, cons
 		if (attrs[i].srcAccessOrder == cudaMemcpySrcAccessOrderInvalid ||
 		    (i && attrsIdxs[i] <= attrsIdxs[i - 1]) || attrsIdxs[i] >= count)
 			return fc_rt_ret(cudaErrorInvalidValue);
-	for (i = 0; i < count && !err; i++)
-		err = fc_copy(dsts[i], srcs[i], sizes[i], cudaMemcpyDefault, s, 0);
-	return fc_rt_reti(err);
+	return fc_rt_reti(fc_copy_batch(dsts, srcs, sizes, count, attrs, sizeof(*attrs), attrsIdxs, numAttrs, s));
 }
 
 FC_API cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes,

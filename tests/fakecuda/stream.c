@@ -69,9 +69,20 @@ static int op_add_dep(struct fc_op *op, struct CUstream_st *s, uint64_t seq)
 	return 0;
 }
 
+/* Frees a batch's staged sources and the batch. */
+static void batch_free(struct fc_batch *b)
+{
+	if (!b)
+		return;
+	for (size_t i = 0; i < b->n; i++)
+		free(b->it[i].staging);
+	free(b);
+}
+
 void fc_op_free(struct fc_op *op)
 {
 	xfer_drop(&op->x);
+	batch_free(op->x.batch);
 	free(op->staging);
 	free(op->deps);
 	free(op);
@@ -104,6 +115,10 @@ static void op_run(struct CUstream_st *s, struct fc_op *op)
 		break;
 	case OP_GATHER:
 		fc_exec_gather(x);
+		break;
+	case OP_BATCH:
+		for (size_t i = 0; i < x->batch->n; i++)
+			fc_exec_copy(&x->batch->it[i].x, x->batch->it[i].staging);
 		break;
 	case OP_FREE:
 		fc_dev_free(x->dst);
@@ -178,9 +193,18 @@ static void *stream_worker(void *arg)
 
 /* Enqueues op on s (lock held), adding the legacy-stream dependencies.
  * Returns the op's sequence number. */
+/* Each kind's operation counter. */
+static atomic_ullong *const op_counter[] = {
+	[OP_COPY] = &fc_cnt.ops_copy, [OP_MEMSET] = &fc_cnt.ops_memset, [OP_EVENT] = &fc_cnt.ops_event,
+	[OP_NOP] = &fc_cnt.ops_other, [OP_FREE] = &fc_cnt.ops_other, [OP_HOSTFN] = &fc_cnt.ops_hostfn,
+	[OP_CALLBACK] = &fc_cnt.ops_hostfn, [OP_GATHER] = &fc_cnt.ops_kernel, [OP_BATCH] = &fc_cnt.ops_batch,
+};
+
 uint64_t fc_submit_locked(struct CUstream_st *s, struct fc_op *op)
 {
 	struct CUstream_st *t;
+
+	atomic_fetch_add(op_counter[op->x.kind], 1);
 
 	if (s->legacy) {
 		for (t = fc.streams; t; t = t->all_next) {
@@ -385,6 +409,20 @@ out_unlock:
 	return err;
 }
 
+/* Whether the blocking streams a legacy-stream operation would wait for are all done (lock held). */
+static int blocking_done_locked(const struct CUstream_st *s)
+{
+	const struct CUstream_st *t;
+
+	for (t = fc.streams; t; t = t->all_next)
+		if (t != s && !t->legacy && t->dev == s->dev && !(t->flags & cudaStreamNonBlocking) &&
+		    t->completed != t->submitted)
+			return 0;
+	return 1;
+}
+
+/* A query of the legacy stream answers as its synchronisation would
+ * wait: for its own work and that of every blocking stream. */
 int fc_stream_query(struct CUstream_st *s)
 {
 	int err;
@@ -393,7 +431,7 @@ int fc_stream_query(struct CUstream_st *s)
 	if (s->capturing)
 		err = -EPERM;
 	else
-		err = s->completed == s->submitted ? 0 : -EAGAIN;
+		err = s->completed == s->submitted && (!s->legacy || blocking_done_locked(s)) ? 0 : -EAGAIN;
 	pthread_mutex_unlock(&fc.lock);
 	return err;
 }

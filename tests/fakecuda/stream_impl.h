@@ -33,7 +33,7 @@
 
 #include "fakecuda.h"
 
-enum fc_op_kind { OP_COPY, OP_MEMSET, OP_EVENT, OP_NOP, OP_FREE, OP_HOSTFN, OP_CALLBACK, OP_GATHER };
+enum fc_op_kind { OP_COPY, OP_MEMSET, OP_EVENT, OP_NOP, OP_FREE, OP_HOSTFN, OP_CALLBACK, OP_GATHER, OP_BATCH };
 enum fc_dir { DIR_H2D, DIR_D2H, DIR_D2D, DIR_H2H };
 
 struct fc_dep {
@@ -41,11 +41,14 @@ struct fc_dep {
 	uint64_t seq;
 };
 
+struct fc_batch;
+
 /* What an operation or a graph node does. Copies and memsets are pitched:
  * ROWS rows of WIDTH bytes, rows DPITCH (SPITCH) bytes apart; a linear one
  * is one row. N is the byte count the counters see. A memset writes VALUE
  * as elements of ESIZE bytes. A gather launch holds a reference to GATHER
- * (xfer_hold / xfer_drop follow every copy of the description). */
+ * (xfer_hold / xfer_drop follow every copy of the description). A batch
+ * (OP_BATCH, never a graph node) owns BATCH, freed with its operation. */
 struct fc_xfer {
 	enum fc_op_kind kind;
 	void *dst;
@@ -56,6 +59,17 @@ struct fc_xfer {
 	void (*fn)(void *);
 	void *arg;
 	struct fc_gather *gather;
+	struct fc_batch *batch;
+};
+
+/* The copies of one batch operation, each with its source copied at call
+ * time (STAGING, packed) or NULL (read when the batch runs). */
+struct fc_batch {
+	size_t n;
+	struct fc_batch_item {
+		struct fc_xfer x;
+		void *staging;
+	} it[];
 };
 
 struct fc_op {

@@ -11,9 +11,11 @@
  * destination offset, entries of 1..4 rows with random slab offsets and
  * directions, shuffled, and a stream (created, legacy, per-thread); the
  * kernel runs on one copy, one cuMemcpyDtoDAsync per entry on the other;
- * after every round both copies are read back whole and compared. Last, it
- * times an all-hit gather of 147 KiB rows (aligned and not) against one
- * copy per row, for information.
+ * after every round both copies are read back whole and compared (up to
+ * 3000 entries: tables inline and mapped, entries of one unit and of
+ * many). Last, it times an all-hit gather of 147 KiB rows (aligned and
+ * not) and of 3 KiB rows (one launch for every row of the buffer, its
+ * table mapped) against one copy per row, for information.
  *
  * Prints "gather kernel: ok (N entries, M bytes)" and exits 0, or says what
  * differed and exits 1 (2: no GPU or no driver).
@@ -200,8 +202,6 @@ static void timing(dev_ptr slab, dev_ptr dst, uint64_t row, uint64_t slab_shift,
 
 	if (!e)
 		return;
-	if (n > DEV_GATHER_MAX)
-		n = DEV_GATHER_MAX;
 	for (uint32_t i = 0; i < n; i++)
 		e[i] = (struct dev_gather_entry){ slab + slab_shift + (uint64_t)((i * 7919u) % n) * row, i, 1 };
 	device_gather(0, dst, row, e, n, s);    /* warm */

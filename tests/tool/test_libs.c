@@ -208,6 +208,40 @@ static void test_dump_bad_curve(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "negative"));
 }
 
+/*
+ * A curve whose served bytes go down (tests/tool/whatif_down.json, the
+ * regression input: read between its points it asked a negative count of
+ * bytes) or whose budgets go down is refused with a line naming the key,
+ * and never read between its points.
+ */
+static void test_dump_curve_going_down(void)
+{
+	char path[PATH_MAX], err[512];
+	const char *slash = strrchr(__FILE__, '/');
+	struct dump d;
+
+	/* the input beside this file (the tests run from the repository's root) */
+	snprintf(path, sizeof(path), "%.*swhatif_down.json", slash ? (int)(slash - __FILE__ + 1) : 0, __FILE__);
+	CU_ASSERT_EQUAL_FATAL(access(path, R_OK), 0);
+	CU_ASSERT_EQUAL(dump_load(&d, path, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "key \"whatif.curve\" is [409600, 204800] after [204800, 409600]"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "never go down"));
+	CU_ASSERT_EQUAL(load_text(&d, "{\"vrampool\":1,\"bytes\":{},\"whatif\":{\"curve\":[[0,0],[20,10],[10,10]]}}",
+				  err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "budgets of a what-if curve never go down"));
+	/* flat stretches are a curve still */
+	CU_ASSERT_EQUAL(load_text(&d, "{\"vrampool\":1,\"bytes\":{},\"whatif\":{\"curve\":[[0,0],[10,10],[10,10],[20,10]]}}",
+				  err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(dump_whatif_served_at(&d, 15), 10);
+	/* a curve built by hand that falls is read flat, never as a negative rise */
+	d.npoints = 2;
+	d.curve_budget[0] = 0;
+	d.curve_served[0] = 100;
+	d.curve_budget[1] = 10;
+	d.curve_served[1] = 50;
+	CU_ASSERT_EQUAL(dump_whatif_served_at(&d, 5), 100);
+}
+
 static void test_dump_path_escaped_in_errors(void)
 {
 	struct dump d;
@@ -406,6 +440,8 @@ static const CU_TestInfo tests[] = {
 	{ "a long what-if curve is thinned, its ends kept, and read between points",
 	  test_dump_curve_thinned_and_read },
 	{ "a malformed what-if curve is an error", test_dump_bad_curve },
+	{ "a what-if curve that goes down is an error naming the key, never read between its points",
+	  test_dump_curve_going_down },
 	{ "a path in an error message is escaped", test_dump_path_escaped_in_errors },
 	{ "a telemetry line cut short at the end is skipped", test_telemetry_cut_last_line },
 	{ "a bad telemetry line is an error with its line number", test_telemetry_bad_line_named },

@@ -26,24 +26,24 @@
 #include "core/log.h"
 #include "core/stats.h"
 
-/* The kernel's body as plain C: gather_one and what it calls. */
+/* The kernel's body as plain C: gather_warp and what it calls. */
 #define GATHER_HOST 1
 #include "../../shim/device/gather.cu"
 
 /* ---- the kernel source on the host ------------------------------------------ */
 
 /*
- * Runs the kernel's loops over a simulated grid: every (block, thread) of a
- * gx x gy grid of bdx-thread blocks, one after another. The kernel has no
- * shared memory or barriers, so any order of threads is a valid schedule.
+ * Runs the kernel over a simulated launch: every lane of every warp of the
+ * grid device_gather_shape sized, one after another, reading the table t.
+ * The kernel has no shared memory or barriers, so any order of threads is
+ * a valid schedule.
  */
-static void t_host_kernel(const struct dev_gather_params *p, uint32_t gx, uint32_t gy, uint32_t bdx)
+static void t_host_kernel(const struct dev_gather_params *p, const struct dev_gather_shape *sh,
+			  const unsigned char *t)
 {
-	for (uint32_t by = 0; by < gy; by++)
-		for (uint32_t bx = 0; bx < gx; bx++)
-			for (uint32_t tx = 0; tx < bdx; tx++)
-				for (uint32_t e = by; e < p->count; e += gy)
-					gather_one(p, e, (uint64_t)bx * bdx + tx, (uint64_t)gx * bdx);
+	for (uint64_t w = 0; w < sh->blocks * (DEV_GATHER_THREADS / 32); w++)
+		for (uint64_t lane = 0; lane < 32; lane++)
+			gather_warp(p, t, w, lane);
 }
 
 static void t_random(unsigned char *p, size_t n, unsigned *seed)
@@ -87,28 +87,31 @@ static void test_host_entry_alignments(void)
 }
 
 /*
- * Whole parameter blocks: odd and even row sizes, hits and captures mixed,
- * slab addresses at every offset, several simulated grids (one block, more
- * blocks than work, fewer entry rows than entries).
+ * Whole launches, shaped and laid out by device/table.c: odd and even row
+ * sizes, hits and captures mixed, empty entries, entries of one unit and
+ * of many, slab addresses at every offset, for devices of 1, 3 and 132
+ * multiprocessors (one unit per warp, several, warp starts or none).
  */
 static void test_host_params(void)
 {
-	static const uint64_t rows[] = { 1, 3, 4, 8, 16, 37, 1029 };
-	static const uint32_t grids[][3] = { { 1, 1, 1 }, { 1, 3, 32 }, { 4, 2, 7 }, { 2, 64, 16 } };
+	static const uint64_t rows[] = { 1, 3, 4, 8, 16, 37, 1029, 4101 };
+	static const uint32_t sms[] = { 1, 3, 132 };
 	struct dev_gather_params *p = malloc(sizeof(*p));
 	unsigned seed = 7;
 	int bad = 0;
 
 	CU_ASSERT_FATAL(p != NULL);
 	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
-		for (size_t g = 0; g < sizeof(grids) / sizeof(grids[0]); g++) {
+		for (size_t g = 0; g < sizeof(sms) / sizeof(sms[0]); g++) {
 			uint64_t row = rows[r], dsize = 0, ssize = 0;
-			uint32_t n = 12, next = 0;
-			unsigned char *dst, *slab, *wd, *ws;
+			uint32_t n = 60, next = 0;
+			struct dev_gather_entry e[60];
+			struct dev_gather_shape sh;
+			unsigned char *dst, *slab, *wd, *ws, *t;
 
 			/* Plan: each entry its own destination rows and slab space. */
 			for (uint32_t i = 0; i < n; i++) {
-				uint32_t nr = 1 + i % 4;
+				uint32_t nr = i % 9 == 4 ? 0 : i % 13 == 7 ? 11 : 1 + i % 4;
 
 				ssize = ((ssize + 15) & ~(uint64_t)15) + i % 16 + nr * row;
 				next += nr;
@@ -124,20 +127,15 @@ static void test_host_params(void)
 			t_random(slab, ssize, &seed);
 			memcpy(wd, dst, dsize);
 			memcpy(ws, slab, ssize);
-			memset(p, 0, sizeof(*p));
-			p->dst = (dev_ptr)(uintptr_t)(dst + 5);
-			p->row = row;
-			p->count = n;
 			next = 0;
 			ssize = 0;
 			for (uint32_t i = 0; i < n; i++) {
-				uint32_t nr = 1 + i % 4;
+				uint32_t nr = i % 9 == 4 ? 0 : i % 13 == 7 ? 11 : 1 + i % 4;
 				uint64_t at = ((ssize + 15) & ~(uint64_t)15) + i % 16, doff = 5 + (uint64_t)next * row;
 				int cap = (i * 7 + (unsigned)r) % 3 == 0;
 
-				p->entries[i] = (struct dev_gather_entry){ .slab = (dev_ptr)(uintptr_t)(slab + at),
-									   .dst_row = next,
-									   .nrows_dir = nr | (cap ? DEV_GATHER_CAPTURE : 0) };
+				e[i] = (struct dev_gather_entry){ .slab = (dev_ptr)(uintptr_t)(slab + at), .dst_row = next,
+								  .nrows_dir = nr | (cap ? DEV_GATHER_CAPTURE : 0) };
 				if (cap)
 					memcpy(ws + at, wd + doff, nr * row);
 				else
@@ -145,8 +143,18 @@ static void test_host_params(void)
 				ssize = at + nr * row;
 				next += nr;
 			}
-			t_host_kernel(p, grids[g][0], grids[g][1], grids[g][2]);
+			CU_ASSERT_FATAL(device_gather_shape(&sh, e, n, row, sms[g]) == 0);
+			t = malloc(sh.table_bytes);
+			CU_ASSERT_FATAL(t != NULL);
+			device_gather_table(&sh, e, n, row, t);
+			memset(p, 0, sizeof(*p));
+			*p = (struct dev_gather_params){ .dst = (dev_ptr)(uintptr_t)(dst + 5), .row = row,
+							 .units = sh.units, .count = n,
+							 .per_warp = (uint32_t)sh.per_warp,
+							 .warps = (uint32_t)sh.warps };
+			t_host_kernel(p, &sh, t);
 			bad += memcmp(dst, wd, dsize) != 0 || memcmp(slab, ws, ssize + 16) != 0;
+			free(t);
 			free(dst);
 			free(slab);
 			free(wd);
@@ -154,6 +162,50 @@ static void test_host_params(void)
 		}
 	CU_ASSERT_EQUAL(bad, 0);
 	free(p);
+}
+
+/*
+ * The launch shape: units from the bytes, the grid from the units and the
+ * multiprocessor count, warp starts only when an entry has several units.
+ */
+static void test_host_shape(void)
+{
+	struct dev_gather_entry e[3] = { { 0x1000, 0, 1 }, { 0x2000, 1, 1 }, { 0x3000, 2, 1 } };
+	struct dev_gather_start st[1];
+	struct dev_gather_shape sh;
+
+	/* Three rows of 64 bytes: three units, three warps, one block, no starts. */
+	CU_ASSERT_EQUAL(device_gather_shape(&sh, e, 3, 64, 132), 0);
+	CU_ASSERT(sh.units == 3 && sh.per_warp == 1 && sh.warps == 0 && sh.blocks == 1);
+	CU_ASSERT_EQUAL(sh.table_bytes, 3 * sizeof(e[0]));
+	/* One 64 MiB row on 132 SMs: 32768 units over at most 132 x 32 warps. */
+	CU_ASSERT_EQUAL(device_gather_shape(&sh, e, 1, 64 << 20, 132), 0);
+	CU_ASSERT(sh.units == 32768 && sh.per_warp == 8 && sh.warps == 4096 && sh.blocks == 512);
+	CU_ASSERT_EQUAL(sh.table_bytes, sizeof(e[0]) + 4096 * sizeof(st[0]));
+	/* The same row on 1 SM: 32 warps of 1024 units. */
+	CU_ASSERT_EQUAL(device_gather_shape(&sh, e, 1, 64 << 20, 1), 0);
+	CU_ASSERT(sh.per_warp == 1024 && sh.warps == 32 && sh.blocks == 4);
+	/* 5000-byte rows (3 units each), 2 entries of 2 rows, one of 1, on 1 SM:
+	 * 5 + 5 + 3 = 13 units, one a warp; each warp starts where it should. */
+	e[0].nrows_dir = 2;
+	e[1].nrows_dir = 2 | DEV_GATHER_CAPTURE;
+	CU_ASSERT_EQUAL(device_gather_shape(&sh, e, 3, 5000, 1), 0);
+	CU_ASSERT(sh.units == 13 && sh.per_warp == 1 && sh.warps == 13 && sh.blocks == 2);
+	CU_ASSERT_EQUAL(sh.table_bytes, 3 * sizeof(e[0]) + 13 * sizeof(st[0]));
+	{
+		unsigned char big[3 * sizeof(e[0]) + 13 * sizeof(st[0])];
+		const struct dev_gather_start *s = (const struct dev_gather_start *)(const void *)(big + 3 * sizeof(e[0]));
+
+		device_gather_table(&sh, e, 3, 5000, big);
+		CU_ASSERT(memcmp(big, e, sizeof(e)) == 0);
+		CU_ASSERT(s[0].entry == 0 && s[0].unit == 0 && s[4].entry == 0 && s[4].unit == 4);
+		CU_ASSERT(s[5].entry == 1 && s[5].unit == 0 && s[9].entry == 1 && s[9].unit == 4);
+		CU_ASSERT(s[10].entry == 2 && s[10].unit == 0 && s[12].entry == 2 && s[12].unit == 2);
+	}
+	/* Nothing to launch, or a row too large to count in units: refused. */
+	CU_ASSERT_EQUAL(device_gather_shape(&sh, e, 0, 64, 1), -E2BIG);
+	CU_ASSERT_EQUAL(device_gather_shape(&sh, e, 1, 0, 1), -E2BIG);
+	CU_ASSERT_EQUAL(device_gather_shape(&sh, e, 1, UINT64_MAX / 2, 1), -E2BIG);
 }
 
 /* ---- the host side on the emulated device ------------------------------------ */
@@ -167,6 +219,7 @@ static __typeof__(cuMemcpyDtoH_v2) *t_dtoh;
 static __typeof__(cuStreamCreate) *t_stream_create;
 static __typeof__(cuStreamSynchronize) *t_sync;
 static __typeof__(cuLaunchHostFunc) *t_host_func;
+static __typeof__(cuMemHostAlloc) *t_host_alloc;
 static int (*t_device_reset)(void);     /* cudaDeviceReset */
 
 /* In a child: binds device 0's primary context and opens the driver for device.c. */
@@ -186,9 +239,10 @@ static void t_open(void)
 	*(void **)&t_stream_create = dlsym(h, "cuStreamCreate");
 	*(void **)&t_sync = dlsym(h, "cuStreamSynchronize");
 	*(void **)&t_host_func = dlsym(h, "cuLaunchHostFunc");
+	*(void **)&t_host_alloc = dlsym(h, "cuMemHostAlloc");
 	*(void **)&t_device_reset = dlsym(h, "cudaDeviceReset");
 	CHK(t_init && t_retain && t_setctx && t_htod && t_htod_async && t_dtoh && t_stream_create && t_sync &&
-	    t_host_func && t_device_reset);
+	    t_host_func && t_host_alloc && t_device_reset);
 	CHK(t_init(0) == CUDA_SUCCESS && t_retain(&ctx, 0) == CUDA_SUCCESS && t_setctx(ctx) == CUDA_SUCCESS);
 	CHK(device_open() == 0);
 	stats_reset(1, "");
@@ -281,7 +335,7 @@ static void t_gather_case(uint64_t row, uint32_t dst_off, uint32_t n, unsigned s
 		e[i].slab += slab;
 	}
 	CHK(device_gather(0, dst + dst_off, row, e, n, s) == 0);
-	CHK(stats_get(ST_GATHER_LAUNCHES) - launches == (n + DEV_GATHER_MAX - 1) / DEV_GATHER_MAX);
+	CHK(stats_get(ST_GATHER_LAUNCHES) - launches == 1);
 	CHK(t_sync((CUstream)s) == CUDA_SUCCESS);
 	CHK(t_dtoh(hd, dst, dsize) == CUDA_SUCCESS && t_dtoh(hs, slab, ssize) == CUDA_SUCCESS);
 	CHK(memcmp(hd, wd, dsize) == 0);
@@ -438,9 +492,11 @@ static void c_gather_alignments(void)
 	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
 		for (size_t o = 0; o < sizeof(offs) / sizeof(offs[0]); o++)
 			t_gather_case(rows[r], offs[o], 1 + (uint32_t)(r * 4 + o) % 17, (unsigned)(r * 31 + o), s);
-	/* More entries than one launch takes: one launch per DEV_GATHER_MAX. */
-	t_gather_case(3, 1, 2 * DEV_GATHER_MAX + 5, 99, s);
-	CHK(stats_get(ST_POOL_FAULTS) == 0);
+	CHK(counter("cuMemHostAlloc") == 1);  /* the self-test's mapped table */
+	/* More entries than the parameter holds: still one launch, its table mapped. */
+	t_gather_case(3, 1, 2 * DEV_GATHER_INLINE / 16 + 5, 99, s);
+	t_gather_case(4101, 3, 700, 98, s);
+	CHK(counter("kernel_faults") == 0 && stats_get(ST_POOL_FAULTS) == 0);
 }
 
 static void test_gather_alignments(void)
@@ -640,11 +696,193 @@ static void test_stream_sync(void)
 	CU_ASSERT(child_ok(in_child(c_stream_sync_fails, env)));
 }
 
+/*
+ * One batched host-to-device call is one stream operation (each copy
+ * counted as its own); it reads a pinned source when it runs (rewritten
+ * behind a held stream: the new bytes land) and a pageable one during the
+ * call (rewritten after it: the old bytes land), as the program's own
+ * copies would; the legacy stream, which the call refuses, is reached
+ * through the bridge, and without it the batch is refused, nothing
+ * enqueued.
+ */
+static void c_h2d_batch(void)
+{
+	enum { N = 5, LEN = 333 };
+	static unsigned char page[N * LEN];
+	unsigned char *pin, want[N * LEN], back[N * LEN];
+	dev_ptr dst, dsts[N], srcs[N];
+	uint64_t sizes[N];
+	CUstream s;
+
+	t_open();
+	CHK(t_stream_create(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+	CHK(t_host_alloc((void **)&pin, N * LEN, 0) == CUDA_SUCCESS);
+	CHK(device_mem_alloc(0, N * LEN, &dst) == 0);
+	for (int pinned = 0; pinned < 2; pinned++) {
+		unsigned char *src = pinned ? pin : page;
+		unsigned long long ops = counter("ops_batch"), calls = counter("h2d_calls");
+
+		for (int i = 0; i < N; i++) {
+			memset(src + i * LEN, 0x10 + i, LEN);
+			dsts[i] = dst + (uint64_t)(N - 1 - i) * LEN;    /* reversed */
+			srcs[i] = (dev_ptr)(uintptr_t)(src + i * LEN);
+			sizes[i] = LEN;
+		}
+		atomic_store(&gate, 0);
+		CHK(t_host_func(s, hold_stream, NULL) == CUDA_SUCCESS);
+		CHK(device_copy_h2d_many(0, dsts, srcs, sizes, N, pinned, s) == 0);
+		CHK(counter("ops_batch") == ops + 1 && counter("h2d_calls") == calls + N);
+		for (int i = 0; i < N; i++) {
+			memset(want + (N - 1 - i) * LEN, pinned ? 0x20 + i : 0x10 + i, LEN);
+			memset(src + i * LEN, 0x20 + i, LEN);   /* after the call, before the copy runs */
+		}
+		atomic_store(&gate, 1);
+		CHK(t_sync(s) == CUDA_SUCCESS);
+		CHK(t_dtoh(back, dst, sizeof(back)) == CUDA_SUCCESS);
+		CHK(memcmp(back, want, sizeof(want)) == 0);
+	}
+	CHK(device_h2d_batch_ready() == 1);
+	/* The legacy stream, which the call refuses, through the bridge: still one batch. */
+	memset(page, 0x30, sizeof(page));
+	for (int i = 0; i < N; i++)
+		srcs[i] = (dev_ptr)(uintptr_t)(page + i * LEN);
+	CHK(device_copy_h2d_many(0, dsts, srcs, sizes, N, 0, NULL) == 0);
+	CHK(t_sync(NULL) == CUDA_SUCCESS && t_dtoh(back, dst, sizeof(back)) == CUDA_SUCCESS);
+	CHK(back[0] == 0x30 && back[N * LEN - 1] == 0x30);
+	CHK(counter("ops_batch") == 3 && counter("cuMemcpyBatchAsync_v2") == 3);
+	CHK(stats_get(ST_DEVICE_OPS) == 2 + 1 + 4 && stats_get(ST_POOL_FAULTS) == 0);
+}
+
+/* Without the bridge the legacy stream's batch is refused, nothing enqueued. */
+static void c_h2d_batch_no_bridge(void)
+{
+	unsigned char h[64] = { 0 };
+	dev_ptr srcs[2] = { (dev_ptr)(uintptr_t)h, (dev_ptr)(uintptr_t)(h + 32) };
+	uint64_t sizes[2] = { 32, 32 };
+	dev_ptr dst, dsts[2];
+
+	t_open();
+	CHK(device_mem_alloc(0, 64, &dst) == 0);
+	dsts[0] = dst;
+	dsts[1] = dst + 32;
+	CHK(device_copy_h2d_many(0, dsts, srcs, sizes, 2, 0, DEV_STREAM_LEGACY) == -ENOTSUP);
+	CHK(counter("cuMemcpyBatchAsync_v2") == 0 && counter("h2d_calls") == 0 && counter("ops_batch") == 0);
+}
+
+static void test_h2d_batch(void)
+{
+	static const char *const no_bridge[] = { "FAKECUDA_FAIL", "cuStreamCreate", NULL };
+
+	CU_ASSERT(child_ok(in_child(c_h2d_batch, NULL)));
+	CU_ASSERT(child_ok(in_child(c_h2d_batch_no_bridge, no_bridge)));
+}
+
+/*
+ * A stream is idle when an operation put on it now would wait for nothing:
+ * its own work, and the implicit waits between the legacy stream and
+ * blocking streams (the per-thread stream is one); non-blocking streams
+ * wait for no other. Queries only: nothing is enqueued.
+ */
+static void c_stream_idle(void)
+{
+	dev_stream all[4] = { NULL, DEV_STREAM_LEGACY, DEV_STREAM_PER_THREAD, NULL };
+	CUstream blocking, nonblocking;
+
+	t_open();
+	CHK(t_stream_create(&blocking, CU_STREAM_DEFAULT) == CUDA_SUCCESS);
+	CHK(t_stream_create(&nonblocking, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+	all[3] = nonblocking;
+	for (int i = 0; i < 4; i++)
+		CHK(device_stream_idle(0, all[i]) == 1);
+	CHK(device_stream_idle(0, blocking) == 1);
+	/* Work on a non-blocking stream holds only that stream. */
+	atomic_store(&gate, 0);
+	CHK(t_host_func(nonblocking, hold_stream, NULL) == CUDA_SUCCESS);
+	CHK(device_stream_idle(0, nonblocking) == 0);
+	CHK(device_stream_idle(0, NULL) == 1 && device_stream_idle(0, blocking) == 1);
+	atomic_store(&gate, 1);
+	CHK(t_sync(nonblocking) == CUDA_SUCCESS);
+	/* A held blocking stream holds the legacy stream, not a non-blocking one.
+	 * (Other blocking streams are asked through the legacy stream's query,
+	 * which answers for it too: they may be called busy, never idle.) */
+	atomic_store(&gate, 0);
+	CHK(t_host_func(blocking, hold_stream, NULL) == CUDA_SUCCESS);
+	CHK(device_stream_idle(0, blocking) == 0);
+	CHK(device_stream_idle(0, NULL) == 0 && device_stream_idle(0, DEV_STREAM_LEGACY) == 0);
+	CHK(device_stream_idle(0, nonblocking) == 1);
+	atomic_store(&gate, 1);
+	CHK(t_sync(blocking) == CUDA_SUCCESS);
+	/* A held legacy stream holds every blocking stream. */
+	atomic_store(&gate, 0);
+	CHK(t_host_func(NULL, hold_stream, NULL) == CUDA_SUCCESS);
+	CHK(device_stream_idle(0, NULL) == 0 && device_stream_idle(0, blocking) == 0);
+	CHK(device_stream_idle(0, DEV_STREAM_PER_THREAD) == 0 && device_stream_idle(0, nonblocking) == 1);
+	atomic_store(&gate, 1);
+	CHK(t_sync(NULL) == CUDA_SUCCESS);
+	for (int i = 0; i < 4; i++)
+		CHK(device_stream_idle(0, all[i]) == 1);
+	CHK(stats_get(ST_DEVICE_OPS) == 0 && stats_get(ST_POOL_FAULTS) == 0);
+}
+
+static void test_stream_idle(void)
+{
+	CU_ASSERT(child_ok(in_child(c_stream_idle, NULL)));
+}
+
+/*
+ * A mapped table is written only when no launch reads it any more. With
+ * the stream held, 16 gathers too large for the parameter take the 16
+ * tables of the device; the next finds none (-EAGAIN, nothing enqueued).
+ * Once the stream has run them, every byte of the 16 is right and the
+ * tables are taken again, without new ones.
+ */
+static void c_tables_in_flight(void)
+{
+	enum { N = 1100, ROW = 3, K = 17 };
+	static struct dev_gather_entry e[N];
+	static unsigned char src[N * ROW], back[N * ROW];
+	dev_ptr dst, slab;
+	unsigned seed = 5;
+	CUstream s;
+
+	t_open();
+	CHK(device_gather_ready(0) == 1);
+	CHK(t_stream_create(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+	CHK(device_mem_alloc(0, (uint64_t)K * N * ROW, &dst) == 0 && device_mem_alloc(0, N * ROW, &slab) == 0);
+	t_random(src, sizeof(src), &seed);
+	CHK(t_htod(slab, src, sizeof(src)) == CUDA_SUCCESS);
+	atomic_store(&gate, 0);
+	CHK(t_host_func(s, hold_stream, NULL) == CUDA_SUCCESS);
+	for (int k = 0; k < K; k++) {
+		for (uint32_t i = 0; i < N; i++)
+			e[i] = (struct dev_gather_entry){ slab + (uint64_t)((i * 7 + (unsigned)k) % N) * ROW, i, 1 };
+		CHK(device_gather(0, dst + (uint64_t)k * N * ROW, ROW, e, N, s) == (k < 16 ? 0 : -EAGAIN));
+	}
+	CHK(counter("cuMemHostAlloc") == 16);
+	atomic_store(&gate, 1);
+	CHK(t_sync(s) == CUDA_SUCCESS);
+	for (int k = 0; k < 16; k++) {
+		CHK(t_dtoh(back, dst + (uint64_t)k * N * ROW, sizeof(back)) == CUDA_SUCCESS);
+		for (uint32_t i = 0; i < N; i++)
+			CHK(memcmp(back + i * ROW, src + ((i * 7 + (unsigned)k) % N) * ROW, ROW) == 0);
+	}
+	CHK(device_gather(0, dst, ROW, e, N, s) == 0);
+	CHK(t_sync(s) == CUDA_SUCCESS && counter("cuMemHostAlloc") == 16);
+	CHK(counter("kernel_launches") - 2 == 17 && counter("kernel_faults") == 0);
+}
+
+static void test_tables_in_flight(void)
+{
+	CU_ASSERT(child_ok(in_child(c_tables_in_flight, NULL)));
+}
+
 static const CU_TestInfo tests[] = {
 	{ "the kernel source copies every alignment and length exactly, on simulated threads",
 	  test_host_entry_alignments },
-	{ "the kernel source moves hits and captures of whole parameter blocks on any grid",
+	{ "the kernel source moves hits and captures of whole launches on any device size",
 	  test_host_params },
+	{ "the grid is sized from the bytes and the multiprocessors, warps start where they should",
+	  test_host_shape },
 	{ "the self-test passes on a correct kernel, from memsets alone, once per context",
 	  test_self_test_passes },
 	{ "a kernel that corrupts a byte, a module that does not load, or a failing load "
@@ -663,6 +901,10 @@ static const CU_TestInfo tests[] = {
 	{ "a failed bridge creation is retried and its batches go one copy at a time meanwhile",
 	  test_bridge_retry },
 	{ "device_stream_sync waits for the stream and counts its failure", test_stream_sync },
+	{ "one batched host-to-device call reads pinned sources in stream order, pageable ones at the call",
+	  test_h2d_batch },
+	{ "a stream is idle only when nothing it would wait for is queued", test_stream_idle },
+	{ "mapped tables are reused only after the launches that read them ran", test_tables_in_flight },
 	CU_TEST_INFO_NULL,
 };
 

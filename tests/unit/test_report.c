@@ -271,6 +271,75 @@ static void test_file_special_path_written_in_place(void)
 	rmdir(path);
 }
 
+/* What the race hook puts in place of the path: a link to race_target. */
+static char race_target[128];
+
+static void race_swap_for_link(const char *path)
+{
+	unlink(path);
+	if (symlink(race_target, path) != 0)
+		fprintf(stderr, "symlink: %s\n", strerror(errno));
+}
+
+/*
+ * The stats path is checked, then opened: a FIFO (or a link to one) swapped
+ * in between for a link to a regular file is never written through, nor
+ * is a FIFO swapped for a link to another FIFO. The hook makes the swap
+ * land in that window every time.
+ */
+static void test_file_swapped_between_check_and_open(void)
+{
+	char path[128], fifo[128], buf[64];
+	struct stat st;
+	int rfd;
+
+	in_tmp(race_target, sizeof(race_target), "victim");
+	in_tmp(path, sizeof(path), "race.json");
+	CU_ASSERT_EQUAL_FATAL(report_write_file(race_target, "precious\n", 9), 0);
+	/* a FIFO with a reader, swapped for a link to the victim */
+	CU_ASSERT_EQUAL_FATAL(mkfifo(path, 0600), 0);
+	rfd = open(path, O_RDONLY | O_NONBLOCK);
+	CU_ASSERT_FATAL(rfd >= 0);
+	report_file_set_race_hook(race_swap_for_link);
+	CU_ASSERT_EQUAL(report_write_file(path, "{}\n", 3), 0);
+	report_file_set_race_hook(NULL);
+	close(rfd);
+	CU_ASSERT_EQUAL(slurp(race_target, buf, sizeof(buf)), 9);
+	CU_ASSERT_STRING_EQUAL(buf, "precious\n");		/* never written through */
+	CU_ASSERT(lstat(path, &st) == 0 && S_ISREG(st.st_mode));	/* the name was replaced */
+	CU_ASSERT_EQUAL(slurp(path, buf, sizeof(buf)), 3);
+	unlink(path);
+	/* a link the user named, to a FIFO, retargeted to the victim */
+	in_tmp(fifo, sizeof(fifo), "race.fifo");
+	CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+	CU_ASSERT_EQUAL_FATAL(symlink(fifo, path), 0);
+	rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+	CU_ASSERT_FATAL(rfd >= 0);
+	report_file_set_race_hook(race_swap_for_link);
+	CU_ASSERT_EQUAL(report_write_file(path, "{}\n", 3), 0);
+	report_file_set_race_hook(NULL);
+	CU_ASSERT(read(rfd, buf, sizeof(buf)) <= 0);	/* nothing reached the FIFO either */
+	close(rfd);
+	CU_ASSERT_EQUAL(slurp(race_target, buf, sizeof(buf)), 9);
+	CU_ASSERT_STRING_EQUAL(buf, "precious\n");
+	CU_ASSERT(lstat(path, &st) == 0 && S_ISREG(st.st_mode));
+	unlink(path);
+	unlink(race_target);
+	/* a FIFO swapped for a link to another FIFO: the link is not followed (O_NOFOLLOW) */
+	CU_ASSERT_EQUAL_FATAL(mkfifo(path, 0600), 0);
+	snprintf(race_target, sizeof(race_target), "%s", fifo);
+	rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+	CU_ASSERT_FATAL(rfd >= 0);
+	report_file_set_race_hook(race_swap_for_link);
+	CU_ASSERT_EQUAL(report_write_file(path, "{}\n", 3), 0);
+	report_file_set_race_hook(NULL);
+	CU_ASSERT(read(rfd, buf, sizeof(buf)) <= 0);
+	close(rfd);
+	CU_ASSERT(lstat(path, &st) == 0 && S_ISREG(st.st_mode));
+	unlink(path);
+	unlink(fifo);
+}
+
 static void test_file_every_name_taken(void)
 {
 	char path[128], tmp[160];
@@ -531,19 +600,24 @@ static void test_own_handler_and_ignore_kept(void)
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 9);
 }
 
+/* An action with handler h, no flags, an empty mask. */
+static struct sigaction action_of(void (*h)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sigemptyset(&sa.sa_mask);
+	return sa;
+}
+
 /* What the program is told, what is really installed. */
 static int child_sigaction_view(void)
 {
-	struct sigaction dfl, mine, old, real;
+	struct sigaction dfl = action_of(SIG_DFL), mine = action_of(own_handler), old, real;
 	int bad = 0;
 
 	child_start(10);
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	sigemptyset(&dfl.sa_mask);
-	memset(&mine, 0, sizeof(mine));
-	mine.sa_handler = own_handler;
-	sigemptyset(&mine.sa_mask);
 
 	/* owned: the program sees SIG_DFL, the shim's handler is installed */
 	report_sigaction(SIGTERM, NULL, &old);
@@ -581,6 +655,43 @@ static int child_sigaction_view(void)
 }
 
 /*
+ * A handler installed by a route report_sigaction does not see (the C
+ * library's sigaction called directly here, as a raw rt_sigaction system
+ * call or glibc's internal one would be): asked, report_sigaction tells
+ * the program's handler, not SIG_DFL; SIG_DFL set back through it is the
+ * shim's again, and SIGTERM then leaves the final dump.
+ */
+static int child_unseen_route(void)
+{
+	struct sigaction mine = action_of(own_handler), dfl = action_of(SIG_DFL), old;
+	int bad = 0;
+
+	child_start(10);
+	sigaction(SIGTERM, &mine, NULL);		/* behind the shim's back */
+	report_sigaction(SIGTERM, NULL, &old);
+	if (old.sa_handler != own_handler) {
+		fprintf(stderr, "child: the query says %s, not the program's handler\n",
+			old.sa_handler == SIG_DFL ? "SIG_DFL" : "something else");
+		bad = 1;
+	}
+	/* SIG_DFL back: really back to the shim (it had kept the program's handler) */
+	if (report_sigaction(SIGTERM, &dfl, &old) != 0 || old.sa_handler != own_handler) {
+		fprintf(stderr, "child: setting SIG_DFL did not report the program's handler\n");
+		bad = 1;
+	}
+	sigaction(SIGTERM, NULL, &old);
+	if (old.sa_handler == own_handler) {
+		fprintf(stderr, "child: the program's handler is still installed after SIG_DFL\n");
+		bad = 1;
+	}
+	if (bad)
+		return 1;
+	kill(getpid(), SIGTERM);
+	pause();
+	return own_ran ? 42 : 3;
+}
+
+/*
  * Python's way: its own SIGINT handler from the start (not the shim's);
  * at the end SIG_DFL, then SIGINT to itself. The shim reports and the
  * process dies of SIGINT.
@@ -602,10 +713,30 @@ static int child_python_exit(void)
 	return 3;
 }
 
+/* Runs fn in a child (its dump NAME.json): it must die of sig, its final dump ended by ended_by. */
+static void child_dies_with_dump(int (*fn)(void), const char *name, int sig, const char *ended_by)
+{
+	char err[128], file[64];
+	json_t *root;
+	int status;
+
+	snprintf(file, sizeof(file), "%s.json", name);
+	in_tmp(child_stats, sizeof(child_stats), file);
+	snprintf(file, sizeof(file), "%s.err", name);
+	in_tmp(err, sizeof(err), file);
+	status = in_child(fn, err);
+	CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == sig);
+	if (!WIFSIGNALED(status))
+		show(err);
+	root = load(child_stats);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(root, "ended_by")), ended_by);
+	json_decref(root);
+}
+
 static void test_sigaction_view(void)
 {
 	char err[128];
-	json_t *root;
 	int status;
 
 	in_tmp(child_stats, sizeof(child_stats), "view.json");
@@ -615,15 +746,12 @@ static void test_sigaction_view(void)
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		show(err);
 
-	in_tmp(child_stats, sizeof(child_stats), "python.json");
-	status = in_child(child_python_exit, err);
-	CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT);
-	if (!WIFSIGNALED(status))
-		show(err);
-	root = load(child_stats);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(root);
-	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(root, "ended_by")), "SIGINT");
-	json_decref(root);
+	child_dies_with_dump(child_python_exit, "python", SIGINT, "SIGINT");
+}
+
+static void test_unseen_route_is_the_programs(void)
+{
+	child_dies_with_dump(child_unseen_route, "unseen", SIGTERM, "SIGTERM");
 }
 
 /* A forked child that has not used CUDA yet dies of a signal at once, writing nothing. */
@@ -672,6 +800,8 @@ static const CU_TestInfo tests[] = {
 	  test_file_never_waits_on_a_fifo },
 	{ "a stats path naming a FIFO or a device is written in place and stays one",
 	  test_file_special_path_written_in_place },
+	{ "a FIFO or a link to one swapped for a link between the check and the open is never written through",
+	  test_file_swapped_between_check_and_open },
 	{ "when every temporary name is taken nothing is written", test_file_every_name_taken },
 	{ "a stats directory that cannot be written is one escaped line at load time",
 	  test_missing_directory_reported_at_load },
@@ -684,6 +814,8 @@ static const CU_TestInfo tests[] = {
 	{ "a program's own handler and SIG_IGN are kept", test_own_handler_and_ignore_kept },
 	{ "the program sees SIG_DFL while the shim's handler stands in for it",
 	  test_sigaction_view },
+	{ "a handler installed where the hooks cannot see is reported as the program's, and SIG_DFL is the shim's again",
+	  test_unseen_route_is_the_programs },
 	{ "a forked child that has not used CUDA dies of a signal at once",
 	  test_fork_child_dies_at_once },
 	CU_TEST_INFO_NULL,

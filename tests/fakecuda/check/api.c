@@ -370,6 +370,16 @@ static void child_graphs(void)
 	/* Capture appends to an existing graph. */
 	CHK(cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess && mode == cudaStreamCaptureModeGlobal);
 	CHK(cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess && mode == cudaStreamCaptureModeRelaxed);
+	{
+		/* The driver's form exchanges the same per-thread mode. */
+		CUstreamCaptureMode cm = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+
+		CHK(cuThreadExchangeStreamCaptureMode(&cm) == CUDA_SUCCESS && cm == CU_STREAM_CAPTURE_MODE_GLOBAL);
+		CHK(cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess &&
+		    mode == cudaStreamCaptureModeThreadLocal);
+		cm = (CUstreamCaptureMode)7;
+		CHK(cuThreadExchangeStreamCaptureMode(&cm) == CUDA_ERROR_INVALID_VALUE);
+	}
 	CHK(cudaStreamBeginCaptureToGraph(s, g3, NULL, NULL, 0, cudaStreamCaptureModeGlobal) == cudaSuccess);
 	CHK(cudaMemcpyAsync(d, pin, 16, cudaMemcpyHostToDevice, s) == cudaSuccess);
 	CHK(cudaStreamEndCapture(s, &g) == cudaSuccess && g == g3);

@@ -22,7 +22,9 @@
 
 /* The kernel's parameter, as shim/device/device.h lays it out. */
 #define CAPTURE 0x80000000u
-#define GMAX 1024
+#define UNIT 2048
+#define INLINE 16384
+#define GMAX (INLINE / 16)
 
 struct gentry {
 	uint64_t slab;
@@ -30,20 +32,32 @@ struct gentry {
 	uint32_t nrows_dir;
 };
 
+struct gstart {
+	uint32_t entry;
+	uint32_t unit;
+};
+
 struct gparams {
 	uint64_t dst;
 	uint64_t row;
+	uint64_t table;
+	uint64_t units;
 	uint32_t count;
+	uint32_t per_warp;
+	uint32_t warps;
 	uint32_t pad;
-	struct gentry e[GMAX];
+	union {
+		struct gentry e[GMAX];
+		unsigned char bytes[INLINE];
+	};
 };
 
 /* What nvcc -ptx writes for the kernel, trimmed: the emulation reads only
  * the entry directive. */
 static const char ptx[] =
-	".version 8.0\n.target sm_75\n.address_size 64\n\n"
+	".version 8.1\n.target sm_75\n.address_size 64\n\n"
 	".visible .entry vrampool_gather(\n"
-	"\t.param .align 8 .b8 vrampool_gather_param_0[16408]\n)\n{\n\tret;\n}\n";
+	"\t.param .align 8 .b8 vrampool_gather_param_0[16432]\n)\n{\n\tret;\n}\n";
 
 static struct gparams prm;
 
@@ -60,11 +74,55 @@ static CUfunction load_gather(void)
 	return f;
 }
 
+/* The units of an entry, as the kernel counts them: one when empty. */
+static uint64_t units_of(const struct gentry *e, uint64_t row)
+{
+	uint64_t len = (e->nrows_dir & ~CAPTURE) * row;
+
+	return len ? (len + UNIT - 1) / UNIT : 1;
+}
+
+/*
+ * Shapes prm for its count entries in table t (prm's own inline table when
+ * t is NULL) with per_warp units a warp: the units, and the warps' starts
+ * after the entries when an entry has several units. Returns the warps.
+ */
+static uint64_t shape(unsigned char *t, uint32_t per_warp)
+{
+	struct gentry *e = (struct gentry *)(void *)(t ? t : prm.bytes);
+	struct gstart *st = (struct gstart *)(void *)((unsigned char *)e + prm.count * sizeof(*e));
+	uint64_t units = 0, first = 0, w = 0, working;
+	int one_each = 1;
+
+	for (uint32_t i = 0; i < prm.count; i++) {
+		units += units_of(&e[i], prm.row);
+		one_each &= units_of(&e[i], prm.row) == 1;
+	}
+	working = (units + per_warp - 1) / per_warp;
+	prm.units = units;
+	prm.per_warp = per_warp;
+	prm.warps = one_each ? 0 : (uint32_t)working;
+	prm.table = (uint64_t)(uintptr_t)t;
+	for (uint32_t i = 0; i < prm.count && w < prm.warps; i++) {
+		uint64_t u = units_of(&e[i], prm.row);
+
+		for (; w < prm.warps && w * per_warp < first + u; w++) {
+			if (!t && (uint64_t)prm.count * sizeof(*e) + (w + 1) * sizeof(*st) > INLINE)
+				return working;         /* does not fit: left to the launch to fault */
+			st[w] = (struct gstart){ i, (uint32_t)(w * per_warp - first) };
+		}
+		first += u;
+	}
+	return working;
+}
+
+/* Launches prm (one unit a warp) on a 1-D grid that covers its warps. */
 static CUresult launch(CUfunction f, CUstream s)
 {
 	void *args[] = { &prm };
+	uint64_t warps = shape(NULL, 1);
 
-	return cuLaunchKernel(f, 2, 1, 1, 128, 1, 1, 0, s, args, NULL);
+	return cuLaunchKernel(f, (unsigned)((warps + 7) / 8), 1, 1, 256, 1, 1, 0, s, args, NULL);
 }
 
 static void entry(uint32_t i, const void *slab, uint32_t dst_row, uint32_t nrows, int capture)
@@ -375,15 +433,58 @@ static int count_lines(int fd, const char *prefix)
 }
 
 /*
- * Launches that would touch bytes outside one allocation of the device,
- * break the no-overlap contract, or have an impossible shape are refused
- * with CUDA_ERROR_INVALID_VALUE, each with one line on stderr, counted in
- * kernel_faults, and run nothing.
+ * What a driver checks is refused at the call with CUDA_ERROR_INVALID_VALUE
+ * (no parameters, an impossible grid or block, too much shared memory),
+ * one line on stderr each, counted in kernel_faults, nothing enqueued.
  */
 static void child_refusals(void)
 {
 	char path[] = "/tmp/fakecuda-kernel-XXXXXX";
-	unsigned char *dst, *slab, *other;
+	unsigned char *dst, *slab;
+	CUfunction f = load_gather();
+	void *args[] = { &prm };
+	int fd = mkstemp(path), saved = dup(2);
+
+	CHK(fd >= 0 && saved >= 0);
+	unlink(path);
+	CHK(cudaMalloc((void **)&dst, 10 * ROW) == cudaSuccess);
+	CHK(cudaMalloc((void **)&slab, 10 * ROW) == cudaSuccess);
+	prm.dst = (uint64_t)(uintptr_t)dst;
+	prm.row = ROW;
+	prm.count = 1;
+	entry(0, slab, 0, 10, 0);
+	shape(NULL, 1);
+	dup2(fd, 2);
+	CHK(cuLaunchKernel(f, 0, 1, 1, 128, 1, 1, 0, 0, args, NULL) == CUDA_ERROR_INVALID_VALUE);
+	CHK(cuLaunchKernel(f, 1, 1, 1, 2048, 1, 1, 0, 0, args, NULL) == CUDA_ERROR_INVALID_VALUE);
+	CHK(cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, 0, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
+	CHK(cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 64 * 1024, 0, args, NULL) == CUDA_ERROR_INVALID_VALUE);
+	dup2(saved, 2);
+	CHK(counter("kernel_faults") == 4 && count_lines(fd, "fakecuda: vrampool_gather launch refused") == 4);
+	CHK(counter("kernel_launches") == 0 && counter("ops_kernel") == 0);
+	/* The same parameters on a valid grid run. */
+	CHK(launch(f, 0) == CUDA_SUCCESS);
+	CHK(cuCtxSynchronize() == CUDA_SUCCESS);
+	CHK(counter("kernel_launches") == 1 && counter("kernel_bytes") == 10 * ROW);
+}
+
+static void test_refusals(void)
+{
+	CU_ASSERT(child_ok(in_child(child_refusals, NULL)));
+}
+
+/*
+ * What the kernel itself would trip on is found when the launch runs, as
+ * on a device: the launch call succeeds, then the worker says why on
+ * stderr, counts a kernel fault and moves nothing. Bytes outside one
+ * allocation of the device, entries against the no-overlap contract,
+ * nonsense counts, units or warp starts that do not match the entries, a
+ * grid too small for the warps, a table outside mapped page-locked memory.
+ */
+static void child_faults(void)
+{
+	char path[] = "/tmp/fakecuda-kernel-XXXXXX";
+	unsigned char *dst, *slab, *other, *pin, page[64], zero[10 * ROW] = { 0 }, back[10 * ROW];
 	CUfunction f = load_gather();
 	void *args[] = { &prm };
 	int fd = mkstemp(path), saved = dup(2), faults = 0;
@@ -392,68 +493,152 @@ static void child_refusals(void)
 	unlink(path);
 	CHK(cudaMalloc((void **)&dst, 10 * ROW) == cudaSuccess);
 	CHK(cudaMalloc((void **)&slab, 10 * ROW) == cudaSuccess);
+	CHK(cudaMemset(dst, 0, 10 * ROW) == cudaSuccess && cudaMemset(slab, 0x33, 10 * ROW) == cudaSuccess);
+	CHK(cudaMallocHost((void **)&pin, 4096) == cudaSuccess);
 	CHK(cudaSetDevice(1) == cudaSuccess);
 	CHK(cudaMalloc((void **)&other, 10 * ROW) == cudaSuccess);
 	CHK(cudaSetDevice(0) == cudaSuccess);
 	dup2(fd, 2);
-#define REFUSED() do { CHK(launch(f, 0) == CUDA_ERROR_INVALID_VALUE); \
+#define FAULTS(call) do { CHK((call) == CUDA_SUCCESS); CHK(cuCtxSynchronize() == CUDA_SUCCESS); \
 	CHK(counter("kernel_faults") == (unsigned long long)++faults); } while (0)
 	prm.dst = (uint64_t)(uintptr_t)dst;
 	prm.row = ROW;
 	prm.count = 1;
 	entry(0, slab + 1, 0, 10, 0);        /* slab range one byte past its allocation */
-	REFUSED();
+	FAULTS(launch(f, 0));
 	entry(0, slab, 1, 10, 1);            /* destination rows past the allocation */
-	REFUSED();
+	FAULTS(launch(f, 0));
 	entry(0, other, 0, 1, 0);            /* memory of another device */
-	REFUSED();
-	entry(0, (unsigned char *)path, 0, 1, 0); /* host memory */
-	REFUSED();
+	FAULTS(launch(f, 0));
+	entry(0, page, 0, 1, 0);             /* host memory */
+	FAULTS(launch(f, 0));
 	prm.row = 1ULL << 40;
 	entry(0, slab, 0, 0x7fffffffu, 0);   /* rows whose bytes overflow 64 bits */
-	REFUSED();
+	prm.units = 1;
+	prm.per_warp = 1;
+	prm.warps = 0;
+	FAULTS(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, 0, args, NULL));
 	prm.row = ROW;
 	prm.count = 2;
 	entry(0, slab, 0, 2, 0);
 	entry(1, slab + 2 * ROW, 1, 2, 0);   /* two hits write row 1 */
-	REFUSED();
+	FAULTS(launch(f, 0));
 	entry(1, slab + ROW, 5, 1, 1);       /* a capture writes slab bytes a hit reads */
-	REFUSED();
+	FAULTS(launch(f, 0));
 	entry(1, slab + 5 * ROW, 1, 1, 1);   /* a capture reads a row a hit writes */
-	REFUSED();
+	FAULTS(launch(f, 0));
 	entry(0, dst + 4 * ROW, 0, 1, 0);    /* a hit reading a row another hit writes */
 	entry(1, slab, 4, 1, 0);
-	REFUSED();
+	FAULTS(launch(f, 0));
 	entry(0, slab, 0, 1, 0);
-	entry(1, slab + ROW, 1, 1, 0);
-	prm.count = 0;
-	REFUSED();
-	prm.count = GMAX + 1;
-	REFUSED();
+	entry(1, slab + ROW, 1, 1, 0);       /* a valid pair, and what breaks it: */
+	shape(NULL, 1);
+	prm.count = 0;                       /* no entry */
+	FAULTS(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, 0, args, NULL));
 	prm.count = 2;
-	prm.row = 0;
-	REFUSED();
+	prm.row = 0;                         /* rows of nothing */
+	FAULTS(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, 0, args, NULL));
 	prm.row = ROW;
-	CHK(cuLaunchKernel(f, 0, 1, 1, 128, 1, 1, 0, 0, args, NULL) == CUDA_ERROR_INVALID_VALUE);
-	CHK(cuLaunchKernel(f, 1, 1, 1, 2048, 1, 1, 0, 0, args, NULL) == CUDA_ERROR_INVALID_VALUE);
-	CHK(cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, 0, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
-	faults += 3;
-	CHK(counter("kernel_faults") == (unsigned long long)faults);
-#undef REFUSED
+	prm.units = 3;                       /* units the entries do not make */
+	FAULTS(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, 0, args, NULL));
+	prm.units = 2;
+	FAULTS(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, 0, args, NULL));        /* one warp for two */
+	FAULTS(cuLaunchKernel(f, 1, 2, 1, 64, 1, 1, 0, 0, args, NULL));        /* not a 1-D grid */
+	prm.table = (uint64_t)(uintptr_t)page;                                  /* a pageable table */
+	FAULTS(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, 0, args, NULL));
+	prm.table = (uint64_t)(uintptr_t)(pin + 4096 - 16);                     /* past its range */
+	FAULTS(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, 0, args, NULL));
+	prm.table = 0;
+	prm.count = 1;
+	prm.row = 3000;                      /* two units, no warp starts */
+	entry(0, slab, 0, 1, 0);
+	prm.units = 2;
+	FAULTS(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, 0, args, NULL));
+#undef FAULTS
 	dup2(saved, 2);
-	CHK(count_lines(fd, "fakecuda: vrampool_gather") == faults);
-	CHK(counter("kernel_launches") == 0 && counter("d2d_calls") == 0);
-	/* The same parameters, now valid, run. */
-	CHK(launch(f, 0) == CUDA_SUCCESS);
-	CHK(cuCtxSynchronize() == CUDA_SUCCESS);
-	CHK(counter("kernel_launches") == 1 && counter("kernel_bytes") == 2 * ROW);
+	CHK(count_lines(fd, "fakecuda: vrampool_gather launch faulted") == faults);
+	CHK(counter("kernel_launches") == (unsigned long long)faults && counter("kernel_bytes") == 0);
+	CHK(cudaMemcpy(back, dst, sizeof(back), cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(memcmp(back, zero, sizeof(back)) == 0);
 }
 
-static void test_refusals(void)
+static void test_faults(void)
 {
 	const char *env[] = { "FAKECUDA_DEVICES", "2", NULL };
 
-	CU_ASSERT(child_ok(in_child(child_refusals, env)));
+	CU_ASSERT(child_ok(in_child(child_faults, env)));
+}
+
+/* ---- a mapped table, warp starts ---- */
+
+/*
+ * 3000 single-row hits, more than the parameter holds, in ONE launch whose
+ * table lies in mapped page-locked memory. The kernel reads that table
+ * when it runs, not at the call: rewritten behind a held stream, the
+ * rewritten entries are the ones moved. Then rows of several units with a
+ * warp start for each of 3 units a warp, and a wrong start, which faults.
+ */
+static void child_mapped_table(void)
+{
+	enum { N = 3000, R = 5, SIZE = 32768 };
+	static unsigned char src[SIZE], back[SIZE];
+	unsigned char *dst, *slab, *t;
+	struct gentry *e;
+	CUfunction f = load_gather();
+	void *args[] = { &prm };
+	cudaStream_t s;
+	uint64_t warps;
+	uint32_t i;
+
+	CHK(cudaStreamCreate(&s) == cudaSuccess);
+	CHK(cudaMalloc((void **)&dst, SIZE) == cudaSuccess);
+	CHK(cudaMalloc((void **)&slab, SIZE) == cudaSuccess);
+	CHK(cudaHostAlloc((void **)&t, N * sizeof(*e) + 4096, cudaHostAllocMapped) == cudaSuccess);
+	e = (struct gentry *)(void *)t;
+	fill(src, sizeof(src), 11);
+	CHK(cudaMemcpy(slab, src, sizeof(src), cudaMemcpyHostToDevice) == cudaSuccess);
+	prm.dst = (uint64_t)(uintptr_t)dst;
+	prm.row = R;
+	prm.count = N;
+	for (i = 0; i < N; i++)
+		e[i] = (struct gentry){ (uint64_t)(uintptr_t)(slab + (uint64_t)(N - 1 - i) * R), i, 1 };
+	warps = shape(t, 1);
+	atomic_store(&gate, 0);
+	CHK(cudaLaunchHostFunc(s, hold_stream, NULL) == cudaSuccess);
+	CHK(cuLaunchKernel(f, (unsigned)((warps + 7) / 8), 1, 1, 256, 1, 1, 0, (CUstream)s, args, NULL) ==
+	    CUDA_SUCCESS);
+	for (i = 0; i < N; i++)             /* the kernel has not run: it will read these */
+		e[i].slab = (uint64_t)(uintptr_t)(slab + (uint64_t)((i * 7) % N) * R);
+	atomic_store(&gate, 1);
+	CHK(cudaStreamSynchronize(s) == cudaSuccess);
+	CHK(cudaMemcpy(back, dst, N * R, cudaMemcpyDeviceToHost) == cudaSuccess);
+	for (i = 0; i < N; i++)
+		CHK(memcmp(back + i * R, src + ((i * 7) % N) * R, R) == 0);
+	CHK(counter("kernel_launches") == 1 && counter("kernel_bytes") == N * R && counter("ops_kernel") == 1);
+
+	/* 5 entries of 4 rows of 1500 bytes: 3 units each, 15 units, 3 a warp. */
+	prm.row = 1500;
+	prm.count = 5;
+	for (i = 0; i < 5; i++)
+		e[i] = (struct gentry){ (uint64_t)(uintptr_t)(slab + (uint64_t)(4 - i) * 4 * 1500), 4 * i, 4 };
+	warps = shape(t, 3);
+	CHK(warps == 5 && prm.warps == 5);
+	CHK(cuLaunchKernel(f, 1, 1, 1, 160, 1, 1, 0, (CUstream)s, args, NULL) == CUDA_SUCCESS);
+	CHK(cudaStreamSynchronize(s) == cudaSuccess);
+	CHK(cudaMemcpy(back, dst, 20 * 1500, cudaMemcpyDeviceToHost) == cudaSuccess);
+	for (i = 0; i < 5; i++)
+		CHK(memcmp(back + i * 4 * 1500, src + (4 - i) * 4 * 1500, 4 * 1500) == 0);
+	((struct gstart *)(void *)(t + 5 * sizeof(*e)))[2].unit = 1;    /* warp 2 starts at entry 2 unit 0 */
+	CHK(cuLaunchKernel(f, 1, 1, 1, 160, 1, 1, 0, (CUstream)s, args, NULL) == CUDA_SUCCESS);
+	CHK(cudaStreamSynchronize(s) == cudaSuccess);
+	CHK(counter("kernel_faults") == 1);
+}
+
+static void test_mapped_table(void)
+{
+	const char *env[] = { "FAKECUDA_JITTER_US", "300", NULL };
+
+	CU_ASSERT(child_ok(in_child(child_mapped_table, env)));
 }
 
 /* ---- modules, functions, entry points, injected faults ---- */
@@ -506,6 +691,7 @@ static void child_modules(void)
 	prm.row = ROW;
 	prm.count = 1;
 	entry(0, slab, 0, 1, 0);
+	shape(NULL, 1);
 	{
 		void *args[] = { &prm };
 
@@ -548,8 +734,11 @@ static const CU_TestInfo tests[] = {
 	  test_capture_fresh_row },
 	{ "a broken kernel gets one byte of its last row wrong", test_broken },
 	{ "without a kernel binary the module load fails", test_none },
-	{ "a launch outside its allocations or against the contract is refused loudly",
-	  test_refusals },
+	{ "a launch a driver would refuse is refused at the call, loudly", test_refusals },
+	{ "a launch outside its allocations or against the contract faults on the worker, loudly",
+	  test_faults },
+	{ "one launch reads a table of any size from mapped memory when it runs; warps start where told",
+	  test_mapped_table },
 	{ "modules load from PTX text, live in their context, and fail on demand", test_modules },
 	CU_TEST_INFO_NULL,
 };

@@ -487,6 +487,27 @@ static void test_fault_injection(void)
 	CU_ASSERT(child_ok(in_child(child_faults, env)));
 }
 
+/* Whether the report written now contains TEXT after its "injected" key. */
+static int fault_report_has(const char *text)
+{
+	int (*write_report)(const char *path);
+	char path[64], buf[8192];
+	const char *inj;
+	size_t n;
+	FILE *f;
+
+	*(void **)&write_report = dlsym(RTLD_DEFAULT, "fakecuda_write_report");
+	snprintf(path, sizeof(path), "/tmp/fakecuda-faults-%d.json", (int)getpid());
+	if (!write_report || write_report(path) != 0 || !(f = fopen(path, "r")))
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	unlink(path);
+	inj = strstr(buf, "\"injected\": {");
+	return inj && strstr(inj, text) != NULL;
+}
+
 /* Only the 2nd and 4th cudaMalloc fail (out of memory), the 3rd
  * cuMemsetD8 only, cudaStreamCreate from the 2nd on: '#' items repeat and
  * mix with '@' items in one list. */
@@ -513,6 +534,11 @@ static void child_fault_once(void)
 	CHK(counter("injected_faults") == 5);
 	CHK(counter("oom_errors") == 0);
 	CHK(counter("cudaMalloc") == 8 && counter("memset_calls") == 3);
+	/* Per entry point too, mid-run and in the report's "injected". */
+	CHK(counter("injected:cudaMalloc") == 2 && counter("injected:cuMemsetD8_v2") == 1);
+	CHK(counter("injected:cudaStreamCreate") == 2 && counter("injected:cudaFree") == 0);
+	CHK(fault_report_has("\"injected\": {") &&
+	    fault_report_has("\"cudaMalloc\": 2") && fault_report_has("\"cuMemsetD8_v2\": 1"));
 }
 
 static void test_fault_once(void)
@@ -549,6 +575,80 @@ static void test_devices_have_own_arenas(void)
 	CU_ASSERT(child_ok(in_child(child_devices, env)));
 }
 
+/* ---- a batch: one operation, sources read as their access order says ---- */
+
+/*
+ * cudaMemcpyBatchAsync of three host sources behind a held stream: ONE
+ * stream operation (three counted copies). A source read during the call
+ * lands as it was then; a pageable or pinned one read in stream order
+ * lands as it is when the batch runs. The legacy stream is refused.
+ */
+static void child_batch(void)
+{
+	static unsigned char page_early[64], page_late[64];
+	unsigned char *pin, back[3 * 64];
+	void *dsts[3];
+	const void *srcs[3] = { page_early, page_late, NULL };
+	size_t sizes[3] = { 64, 64, 64 }, idxs[2] = { 0, 1 };
+	struct cudaMemcpyAttributes attrs[2] = { { .srcAccessOrder = cudaMemcpySrcAccessOrderDuringApiCall },
+						 { .srcAccessOrder = cudaMemcpySrcAccessOrderStream } };
+	unsigned char *d;
+	cudaStream_t s;
+
+	CHK(cudaStreamCreate(&s) == cudaSuccess);
+	CHK(cudaMallocHost((void **)&pin, 64) == cudaSuccess);
+	CHK(cudaMalloc((void **)&d, 3 * 64) == cudaSuccess);
+	srcs[2] = pin;
+	for (int i = 0; i < 3; i++)
+		dsts[i] = d + i * 64;
+	memset(page_early, 1, 64);
+	memset(page_late, 2, 64);
+	memset(pin, 3, 64);
+	atomic_store(&gate, 0);
+	CHK(cudaLaunchHostFunc(s, hold_stream, NULL) == cudaSuccess);
+	CHK(cudaMemcpyBatchAsync(dsts, srcs, sizes, 3, attrs, idxs, 2, s) == cudaSuccess);
+	CHK(counter("ops_batch") == 1 && counter("ops_copy") == 0 && counter("h2d_calls") == 3);
+	memset(page_early, 4, 64);      /* read during the call: too late */
+	memset(page_late, 5, 64);       /* read in stream order: in time */
+	memset(pin, 6, 64);
+	atomic_store(&gate, 1);
+	CHK(cudaStreamSynchronize(s) == cudaSuccess);
+	CHK(cudaMemcpy(back, d, sizeof(back), cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(back[0] == 1 && back[63] == 1 && back[64] == 5 && back[127] == 5 && back[128] == 6 && back[191] == 6);
+	CHK(cudaMemcpyBatchAsync(dsts, srcs, sizes, 3, attrs, idxs, 2, 0) == cudaErrorInvalidValue);
+	CHK(counter("ops_batch") == 1 && counter("h2d_bytes") == 3 * 64);
+}
+
+static void test_batch(void)
+{
+	const char *env[] = { "FAKECUDA_JITTER_US", "200", NULL };
+
+	CU_ASSERT(child_ok(in_child(child_batch, env)));
+}
+
+/* A query of the legacy stream answers as its synchronisation waits: for held blocking streams too. */
+static void child_legacy_query(void)
+{
+	cudaStream_t blocking, nonblocking;
+
+	CHK(cudaStreamCreate(&blocking) == cudaSuccess);
+	CHK(cudaStreamCreateWithFlags(&nonblocking, cudaStreamNonBlocking) == cudaSuccess);
+	CHK(cudaStreamQuery(0) == cudaSuccess);
+	atomic_store(&gate, 0);
+	CHK(cudaLaunchHostFunc(nonblocking, hold_stream, NULL) == cudaSuccess);
+	CHK(cudaStreamQuery(0) == cudaSuccess);
+	CHK(cudaLaunchHostFunc(blocking, hold_stream, NULL) == cudaSuccess);
+	CHK(cudaStreamQuery(0) == cudaErrorNotReady && cudaStreamQuery(nonblocking) == cudaErrorNotReady);
+	atomic_store(&gate, 1);
+	CHK(cudaDeviceSynchronize() == cudaSuccess);
+	CHK(cudaStreamQuery(0) == cudaSuccess);
+}
+
+static void test_legacy_query(void)
+{
+	CU_ASSERT(child_ok(in_child(child_legacy_query, NULL)));
+}
+
 static const CU_TestInfo tests[] = {
 	{ "a program that omits a cross-stream wait reads stale data under jitter",
 	  test_missing_wait_reads_stale },
@@ -568,6 +668,8 @@ static const CU_TestInfo tests[] = {
 	{ "injected faults and bad arguments give natural error codes", test_fault_injection },
 	{ "a NAME#N fault fails only the Nth call and mixes with NAME@N", test_fault_once },
 	{ "each device has its own arena and capacity", test_devices_have_own_arenas },
+	{ "a batch is one operation and reads each source as its access order says", test_batch },
+	{ "a query of the legacy stream covers the blocking streams it waits for", test_legacy_query },
 	CU_TEST_INFO_NULL,
 };
 

@@ -235,9 +235,10 @@ static void test_unmap_waits(void)
 
 /* ---- the gather kernel and entry points on mapped memory ---- */
 
+/* The kernel's parameter (shim/device/device.h), its table inline: two entries of one unit each. */
 struct gparams {
-	uint64_t dst, row;
-	uint32_t count, pad;
+	uint64_t dst, row, table, units;
+	uint32_t count, per_warp, warps, pad;
 	struct { uint64_t slab; uint32_t dst_row, nrows_dir; } e[2];
 };
 
@@ -280,6 +281,8 @@ static void child_gather_and_lookup(void)
 	prm.dst = (uint64_t)(uintptr_t)dst;
 	prm.row = 16;
 	prm.count = 2;
+	prm.units = 2;
+	prm.per_warp = 1;
 	prm.e[0].slab = va + 3;                /* hit: slab -> rows 0, 1 */
 	prm.e[0].dst_row = 0;
 	prm.e[0].nrows_dir = 2;
@@ -291,9 +294,10 @@ static void child_gather_and_lookup(void)
 	CHK(memcmp(back, src, 64) == 0);
 	CHK(cudaMemcpy(back, vp(va + 1000), 32, cudaMemcpyDeviceToHost) == cudaSuccess);
 	CHK(memcmp(back, src + 32, 32) == 0);
-	prm.e[1].slab = va + GRAN - 16;        /* a capture running past the mapping */
-	CHK(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, 0, args, NULL) == CUDA_ERROR_INVALID_VALUE);
-	CHK(counter("kernel_faults") == 1 && counter("kernel_launches") == 1);
+	prm.e[1].slab = va + GRAN - 16;        /* a capture running past the mapping: the kernel faults */
+	CHK(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, 0, args, NULL) == CUDA_SUCCESS);
+	CHK(cuCtxSynchronize() == CUDA_SUCCESS);
+	CHK(counter("kernel_faults") == 1 && counter("kernel_launches") == 2 && counter("kernel_bytes") == 64);
 }
 
 static void test_gather_and_lookup(void)
