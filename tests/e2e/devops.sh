@@ -9,6 +9,9 @@
 # pinned-source check is queued only behind work queued ahead of the copy.
 # The committed PTX assembles for sm_80 and sm_90.
 source "$(dirname "$0")/lib.sh"
+# These checks expect hits: the cost ledger is forced to pool, so that none
+# depends on how fast this machine hashes (ledger.sh tests the ledger).
+export VRAMPOOL_LEDGER=force
 
 export FAKECUDA_JITTER_US=100
 OPSCOUNT=$B/apps/opscount

@@ -118,18 +118,20 @@ assert l['basis'] == 'window' and l['hit_rows'] >= 2 * 192, l
 		{ grep '^epoch' "$TMP/large.out"; return 1; }
 }
 
-# Data (4 KiB) and labels (512 B) copies alternate, both of 64 B rows. The
-# pool fills with epoch 1's augmented rows, which never come back: both
-# kinds stand down. The data rows repeat from epoch 2 on: the data kind's
-# own samples see it, the pool is refreshed, and the data rows hit again.
+# Data and label copies alternate: rows of 3004 B (spec 0) and the batch's
+# 512 B of labels (spec 1, one row a copy). The pool fills with epoch 1's
+# augmented rows, which never come back: both kinds stand down. The data
+# rows repeat from epoch 2 on: the data kind's own samples see it, the pool
+# is refreshed, and the data rows hit again (one state for both kinds
+# samples one copy in 8 of the mix: always the labels, and never resumes).
 alternating_resume() {
-	led_run alt FAKECUDA_H2D_GBPS=16 VRAMPOOL_LEDGER=force VRAMPOOL_LAYOUT=64 VRAMPOOL_BUDGET=128K \
-		VRAMPOOL_SLAB=1M VRAMPOOL_VERBOSE=1 -- --row 64 --samples 4096 --epochs 10 --augment 1 || return 1
-	invariants alt --min pool.stand_downs=1 --min rows.hits=4096 || return 1
+	led_run alt FAKECUDA_H2D_GBPS=16 VRAMPOOL_LEDGER=force VRAMPOOL_LAYOUT=3004,512 VRAMPOOL_BUDGET=3M \
+		VRAMPOOL_SLAB=1M VRAMPOOL_VERBOSE=1 -- --row 3004 --samples 2048 --epochs 10 --augment 1 || return 1
+	invariants alt --min pool.stand_downs=2 --min rows.hits=2048 || return 1
 	grep -q 'rows repeat but the pool held others that no longer come back' "$TMP/alt.err" ||
 		{ tail -n 5 "$TMP/alt.err"; return 1; }
 	# the last epoch serves data rows from the pool
-	[ "$(sed -n 's/^epoch 10 .* device_h2d \([0-9]*\).*/\1/p' "$TMP/alt.out")" -lt $((4096 * 72)) ] ||
+	[ "$(sed -n 's/^epoch 10 .* device_h2d \([0-9]*\).*/\1/p' "$TMP/alt.out")" -lt $((2048 * (3004 + 8))) ] ||
 		{ grep '^epoch' "$TMP/alt.out"; return 1; }
 }
 
