@@ -142,6 +142,7 @@ DRV_CALLS=$(sed -n 's/.*\(device_sym\|dlreal_sym\)(h, .*"\(cu[A-Za-z0-9_]*\)").*
 
 # Calls no run can reach, with the reason.
 declare -A UNREACHABLE=(
+	[cuEventElapsedTime]="the link meter's fallback name, for a driver that predates cuEventElapsedTime_v2; the emulated device exports cuEventElapsedTime_v2, which is swept"
 	[cuCtxSetCurrent]="the pool switches contexts only for a thread whose current context is not the device's primary one, and it works only for the calling thread's current device (a copy to another device passes through: no_context); the emulated device has primary contexts only, and no test program allocates for another device under memory pressure"
 )
 
