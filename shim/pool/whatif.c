@@ -13,8 +13,22 @@
  * low bits, the sampling test from its high bits, so the two are
  * independent.
  *
- * Everything the snapshot reads (unique bytes, tracked rows, the sampling
- * shift, the histogram) is atomic, so a snapshot takes no lock.
+ * Spatial sampling (SHARDS, Waldspurger et al., FAST 2015, in its
+ * fixed-size form): a row is tracked when the top `shift` bits of its key
+ * are zero, so each tracked row stands for 2^shift rows, and its unique
+ * and repeat bytes are counted 2^shift times. A row that is not tracked
+ * costs a shift and a compare, no memory access beyond its fingerprint.
+ * The total of every sighting (T) is counted exactly; the difference
+ * between T and what the sample accounts for (U + R) is added to the
+ * repeats at the smallest budget when the curve is read (SHARDS-adj): the
+ * rows that make most of that difference are the frequent ones, which
+ * come first, so the difference belongs at the start of the curve (a
+ * frequent row sampled or not moves the sample's total by its whole
+ * weight). Exact, the difference is zero.
+ *
+ * Everything the snapshot reads (unique bytes, the total, tracked rows,
+ * the sampling shift, the histogram) is atomic, so a snapshot takes no
+ * lock.
  */
 #include "pool/whatif.h"
 
@@ -26,7 +40,7 @@
 #define WHATIF_SUB_BITS 6
 #define WHATIF_SUB (1U << WHATIF_SUB_BITS)
 #define WHATIF_BUCKETS ((64 - WHATIF_SUB_BITS + 1) * WHATIF_SUB)
-#define WHATIF_FIRST_SLOTS 4096ULL      /* the table's first size, in entries */
+#define WHATIF_FIRST_SLOTS 65536ULL     /* the table's first size, in entries (1 MiB, the default cap) */
 #define WHATIF_PREFETCH 8               /* rows ahead whose slots are prefetched */
 
 struct whatif_entry {
@@ -45,7 +59,10 @@ static struct {
 	int failed;                     /* an allocation failed: observe nothing more */
 	_Atomic unsigned shift;         /* sampling: a row is tracked when key >> (64 - shift) == 0 */
 	_Atomic uint64_t unique;        /* U, scaled */
+	_Atomic uint64_t total;         /* T: bytes of every sighting, exact */
 	_Atomic uint64_t tracked;       /* entries in the table */
+	_Atomic int estimate;           /* whatif_set_estimate: copies went unobserved */
+	_Atomic uint64_t table_bytes;   /* bytes of the table */
 } whatif = { .lock = PTHREAD_MUTEX_INITIALIZER, .max_slots = WHATIF_DEFAULT_MEM / sizeof(struct whatif_entry) };
 
 /* The bucket of position p. */
@@ -76,9 +93,22 @@ static uint64_t whatif_bucket_lo(unsigned b, uint64_t *width)
 	return m << shift;
 }
 
-void whatif_repeat(uint64_t pos, uint64_t bytes)
+/* Counts bytes of repeat at position pos in the histogram only. */
+static void whatif_hist_add(uint64_t pos, uint64_t bytes)
 {
 	atomic_fetch_add_explicit(&whatif_hist[whatif_bucket(pos ? pos : 1)], bytes, memory_order_relaxed);
+}
+
+void whatif_repeat(uint64_t pos, uint64_t bytes)
+{
+	whatif_hist_add(pos, bytes);
+	atomic_fetch_add_explicit(&whatif.total, bytes, memory_order_relaxed);
+}
+
+void whatif_set_estimate(int on)
+{
+	if (on)
+		atomic_store_explicit(&whatif.estimate, 1, memory_order_relaxed);
 }
 
 /* The table key of a fingerprint: 64 of its bits, never 0. */
@@ -113,6 +143,7 @@ static int whatif_rehash(uint64_t cap)
 		return -1;
 	whatif.slots = s;
 	whatif.cap = cap;
+	atomic_store_explicit(&whatif.table_bytes, cap * sizeof(*s), memory_order_relaxed);
 	for (i = 0; old && i < oldcap; i++)
 		if (old[i].key != 0)
 			*whatif_find(old[i].key) = old[i];
@@ -197,7 +228,7 @@ static uint64_t whatif_observe_one(uint64_t key, uint64_t row)
 		return u;
 	e = whatif_find(key);
 	if (e->key == key) {
-		whatif_repeat(e->pos, scaled);
+		whatif_hist_add(e->pos, scaled);
 		return e->pos;
 	}
 	u += scaled;
@@ -205,37 +236,59 @@ static uint64_t whatif_observe_one(uint64_t key, uint64_t row)
 	e->key = key;
 	e->pos = u;
 	whatif.used++;
-	atomic_store_explicit(&whatif.tracked, whatif.used, memory_order_relaxed);
 	whatif_make_room();
 	return u;
 }
 
+/*
+ * Under the lock: rows not tracked at the current rate are passed with a
+ * shift and a compare (their position is the unique bytes so far); the
+ * tracked ones are looked up (their slots prefetched a few rows ahead while
+ * every row is tracked). The rate may halve inside the loop.
+ */
 void whatif_observe(const struct fp *fps, const uint8_t *skip, uint64_t nrows, uint64_t row,
 		    uint64_t *pos)
 {
-	uint64_t i, p;
+	uint64_t i, p, seen = 0;
+	unsigned shift;
 
-	if (pos)
-		memset(pos, 0, nrows * sizeof(*pos));
-	if (nrows == 0 || row == 0)
+	if (nrows == 0 || row == 0) {
+		if (pos)
+			memset(pos, 0, nrows * sizeof(*pos));
 		return;
+	}
 	pthread_mutex_lock(&whatif.lock);
 	if (!whatif.slots && !whatif.failed) {
 		uint64_t first = WHATIF_FIRST_SLOTS < whatif.max_slots ? WHATIF_FIRST_SLOTS : whatif.max_slots;
 
 		whatif.failed = whatif_rehash(first) != 0;
 	}
+	if (pos && (skip || whatif.failed))
+		memset(pos, 0, nrows * sizeof(*pos));   /* skipped rows' positions are 0 */
 	if (whatif.failed)
 		goto out_unlock;
+	shift = atomic_load_explicit(&whatif.shift, memory_order_relaxed);
 	for (i = 0; i < nrows; i++) {
-		if (i + WHATIF_PREFETCH < nrows)
-			__builtin_prefetch(&whatif.slots[whatif_key(&fps[i + WHATIF_PREFETCH]) & (whatif.cap - 1)]);
+		uint64_t key;
+
 		if (skip && skip[i])
 			continue;
-		p = whatif_observe_one(whatif_key(&fps[i]), row);
+		seen += row;
+		key = whatif_key(&fps[i]);
+		if (shift && (key >> (64 - shift)) != 0) {
+			if (pos)
+				pos[i] = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
+			continue;
+		}
+		if (shift == 0 && i + WHATIF_PREFETCH < nrows)
+			__builtin_prefetch(&whatif.slots[whatif_key(&fps[i + WHATIF_PREFETCH]) & (whatif.cap - 1)]);
+		p = whatif_observe_one(key, row);
+		shift = atomic_load_explicit(&whatif.shift, memory_order_relaxed);
 		if (pos)
 			pos[i] = p;
 	}
+	atomic_fetch_add_explicit(&whatif.total, seen, memory_order_relaxed);
+	atomic_store_explicit(&whatif.tracked, whatif.used, memory_order_relaxed);
 out_unlock:
 	pthread_mutex_unlock(&whatif.lock);
 }
@@ -245,12 +298,16 @@ out_unlock:
  * the served figures of one snapshot are consistent with each other.
  * Inside a bucket the repeats are taken as spread evenly over its
  * positions, up to the last position handed out (U), which no repeat can
- * lie beyond. Returns the total of the histogram (R).
+ * lie beyond. The difference between the total sightings and what the
+ * histogram and U account for (zero unless sampled) is added at every
+ * budget from one byte up, no figure going below zero. Returns the
+ * repeats so adjusted (R).
  */
 static uint64_t whatif_eval(const uint64_t *b, uint64_t *served, int n)
 {
 	uint64_t top = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
-	uint64_t cum = 0, lo, width, hi, c;
+	uint64_t cum = 0, lo, width, hi, c, total;
+	int64_t adj;
 	unsigned k;
 	int j = 0;
 
@@ -273,7 +330,14 @@ static uint64_t whatif_eval(const uint64_t *b, uint64_t *served, int n)
 	}
 	while (j < n)
 		served[j++] = cum;
-	return cum;
+	total = atomic_load_explicit(&whatif.total, memory_order_relaxed);
+	adj = (int64_t)(total - top - cum);
+	if (adj == 0 || atomic_load_explicit(&whatif.shift, memory_order_relaxed) == 0)
+		return cum;
+	for (j = 0; j < n; j++)
+		if (b[j] > 0)
+			served[j] = adj < 0 && (uint64_t)-adj > served[j] ? 0 : served[j] + (uint64_t)adj;
+	return adj < 0 && (uint64_t)-adj > cum ? 0 : cum + (uint64_t)adj;
 }
 
 uint64_t whatif_served_at(uint64_t b)
@@ -296,6 +360,9 @@ void whatif_snapshot(struct whatif_snapshot *s, uint64_t extra_budget)
 	s->unique_bytes = u;
 	s->tracked_rows = atomic_load_explicit(&whatif.tracked, memory_order_relaxed);
 	s->sampled = atomic_load_explicit(&whatif.shift, memory_order_relaxed) > 0;
+	s->sample_one_in = 1ULL << atomic_load_explicit(&whatif.shift, memory_order_relaxed);
+	s->estimate = atomic_load_explicit(&whatif.estimate, memory_order_relaxed);
+	s->table_bytes = atomic_load_explicit(&whatif.table_bytes, memory_order_relaxed) + sizeof(whatif_hist);
 	for (i = 0; i < WHATIF_POINTS && (u > 0 || i == 0); i++) {
 		uint64_t b = step * (uint64_t)i + rem * (uint64_t)i / (WHATIF_POINTS - 1);
 
@@ -336,7 +403,10 @@ void whatif_reset(void)
 	whatif.failed = 0;
 	atomic_store(&whatif.shift, 0);
 	atomic_store(&whatif.unique, 0);
+	atomic_store(&whatif.total, 0);
 	atomic_store(&whatif.tracked, 0);
+	atomic_store(&whatif.estimate, 0);
+	atomic_store(&whatif.table_bytes, 0);
 	for (k = 0; k < WHATIF_BUCKETS; k++)
 		atomic_store_explicit(&whatif_hist[k], 0, memory_order_relaxed);
 }
