@@ -6,10 +6,12 @@
  * of two), relaxed atomics that any thread adds to without a lock. The
  * table: open addressing with linear probing over 16-byte entries (64 bits
  * of the row's fingerprint, 0 meaning empty, and its position), guarded by
- * one mutex, kept at most half full; it doubles until the memory cap, then
- * the sampling rate halves instead (an entry stays tracked while the top k
- * bits of its key are zero) and the entries that no longer qualify are
- * deleted in place by backward shifting. The slot of a key comes from its
+ * one mutex, kept at most half full, its pages made at once (MAP_POPULATE:
+ * one system call rather than a fault per page); it starts at 64K entries
+ * (the default cap) and doubles up to the memory cap, then the sampling
+ * rate halves instead (an entry stays tracked while the top k bits of its
+ * key are zero), in one pass that clears the entries no longer tracked and
+ * puts the others back from their homes. The slot of a key comes from its
  * low bits, the sampling test from its high bits, so the two are
  * independent.
  *
@@ -17,7 +19,8 @@
  * fixed-size form): a row is tracked when the top `shift` bits of its key
  * are zero, so each tracked row stands for 2^shift rows, and its unique
  * and repeat bytes are counted 2^shift times. A row that is not tracked
- * costs a shift and a compare, no memory access beyond its fingerprint.
+ * costs one compare of its key with the largest tracked key, no memory
+ * access beyond its fingerprint.
  * The total of every sighting (T) is counted exactly; the difference
  * between T and what the sample accounts for (U + R) is added to the
  * repeats at the smallest budget when the curve is read (SHARDS-adj): the
@@ -36,12 +39,12 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define WHATIF_SUB_BITS 6
 #define WHATIF_SUB (1U << WHATIF_SUB_BITS)
 #define WHATIF_BUCKETS ((64 - WHATIF_SUB_BITS + 1) * WHATIF_SUB)
 #define WHATIF_FIRST_SLOTS 65536ULL     /* the table's first size, in entries (1 MiB, the default cap) */
-#define WHATIF_PREFETCH 8               /* rows ahead whose slots are prefetched */
 
 struct whatif_entry {
 	uint64_t key;   /* 0: empty */
@@ -122,6 +125,14 @@ static inline int whatif_tracked(uint64_t key, unsigned shift)
 	return shift == 0 || (key >> (64 - shift)) == 0;
 }
 
+/* The largest key tracked at the current rate: the keys whose top shift bits are zero. */
+static inline uint64_t whatif_limit(void)
+{
+	unsigned shift = atomic_load_explicit(&whatif.shift, memory_order_relaxed);
+
+	return shift ? (1ULL << (64 - shift)) - 1 : UINT64_MAX;
+}
+
 /* Returns the slot holding key, or the empty slot where it belongs. */
 static struct whatif_entry *whatif_find(uint64_t key)
 {
@@ -132,13 +143,33 @@ static struct whatif_entry *whatif_find(uint64_t key)
 	return &whatif.slots[i];
 }
 
+/*
+ * A zeroed table of cap entries: a mapping with its pages made at once
+ * (MAP_POPULATE: one call instead of a fault for each page as the first
+ * rows land on them all), or NULL.
+ */
+static struct whatif_entry *whatif_table_new(uint64_t cap)
+{
+	void *p = mmap(NULL, cap * sizeof(struct whatif_entry), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Frees a table of cap entries. */
+static void whatif_table_free(struct whatif_entry *t, uint64_t cap)
+{
+	if (t)
+		munmap(t, cap * sizeof(*t));
+}
+
 /* Moves every entry into a table of cap entries. Returns 0 or -1 (no memory). */
 static int whatif_rehash(uint64_t cap)
 {
 	struct whatif_entry *old = whatif.slots, *s;
 	uint64_t i, oldcap = whatif.cap;
 
-	s = calloc(cap, sizeof(*s));
+	s = whatif_table_new(cap);
 	if (!s)
 		return -1;
 	whatif.slots = s;
@@ -147,42 +178,18 @@ static int whatif_rehash(uint64_t cap)
 	for (i = 0; old && i < oldcap; i++)
 		if (old[i].key != 0)
 			*whatif_find(old[i].key) = old[i];
-	free(old);
+	whatif_table_free(old, oldcap);
 	return 0;
 }
 
 /*
- * Deletes the entry at slot i by backward shifting (Knuth's algorithm R):
- * later entries of the cluster that may live at i move back, so every
- * remaining entry stays reachable from its home slot without tombstones.
- */
-static void whatif_delete_at(uint64_t i)
-{
-	uint64_t mask = whatif.cap - 1, j = i, k;
-
-	for (;;) {
-		whatif.slots[i].key = 0;
-		for (;;) {
-			j = (j + 1) & mask;
-			if (whatif.slots[j].key == 0)
-				return;
-			k = whatif.slots[j].key & mask;
-			/* the entry at j may stay when its home k lies cyclically in (i, j] */
-			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
-				continue;
-			break;
-		}
-		whatif.slots[i] = whatif.slots[j];
-		i = j;
-	}
-}
-
-/*
- * Halves the sampling rate and drops the entries that no longer qualify.
- * The walk starts after an empty slot (there is one: the table is at most
- * half full), so a cluster is never entered in its middle; a deletion only
- * moves entries backwards, into the slot being examined or into later ones,
- * so every entry is examined once it has settled.
+ * Halves the sampling rate and drops the entries that no longer qualify,
+ * in one pass over the table that starts after an empty slot (there is
+ * one: the table is at most half full), so that no cluster is entered in
+ * its middle: an entry that no longer qualifies is cleared; one that does
+ * is taken out and put back from its home slot, which lands it at its own
+ * slot or at an earlier one that the pass cleared (every slot before it
+ * in the pass has settled). No entry is moved past one not yet examined.
  */
 static void whatif_halve_rate(void)
 {
@@ -195,11 +202,18 @@ static void whatif_halve_rate(void)
 	while (whatif.slots[start].key != 0)
 		start++;
 	for (n = 1; n <= whatif.cap; n++) {
+		struct whatif_entry e;
+
 		i = (start + n) & mask;
-		while (whatif.slots[i].key != 0 && !whatif_tracked(whatif.slots[i].key, shift)) {
-			whatif_delete_at(i);
+		e = whatif.slots[i];
+		if (e.key == 0)
+			continue;
+		whatif.slots[i].key = 0;
+		if (!whatif_tracked(e.key, shift)) {
 			whatif.used--;
+			continue;
 		}
+		*whatif_find(e.key) = e;
 	}
 	atomic_store_explicit(&whatif.tracked, whatif.used, memory_order_relaxed);
 }
@@ -241,16 +255,15 @@ static uint64_t whatif_observe_one(uint64_t key, uint64_t row)
 }
 
 /*
- * Under the lock: rows not tracked at the current rate are passed with a
- * shift and a compare (their position is the unique bytes so far); the
- * tracked ones are looked up (their slots prefetched a few rows ahead while
- * every row is tracked). The rate may halve inside the loop.
+ * Under the lock: a row not tracked at the current rate costs a shift and
+ * a compare (its position is the unique bytes so far); a tracked one is
+ * looked up (whatif_observe_one, which may halve the rate). Rows are
+ * counted in the total of sightings all at once.
  */
 void whatif_observe(const struct fp *fps, const uint8_t *skip, uint64_t nrows, uint64_t row,
 		    uint64_t *pos)
 {
-	uint64_t i, p, seen = 0;
-	unsigned shift;
+	uint64_t i, p, u, lim, skipped = 0;
 
 	if (nrows == 0 || row == 0) {
 		if (pos)
@@ -267,27 +280,25 @@ void whatif_observe(const struct fp *fps, const uint8_t *skip, uint64_t nrows, u
 		memset(pos, 0, nrows * sizeof(*pos));   /* skipped rows' positions are 0 */
 	if (whatif.failed)
 		goto out_unlock;
-	shift = atomic_load_explicit(&whatif.shift, memory_order_relaxed);
+	lim = whatif_limit();
+	u = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
 	for (i = 0; i < nrows; i++) {
-		uint64_t key;
-
-		if (skip && skip[i])
-			continue;
-		seen += row;
-		key = whatif_key(&fps[i]);
-		if (shift && (key >> (64 - shift)) != 0) {
-			if (pos)
-				pos[i] = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
+		if (skip && skip[i]) {
+			skipped++;
 			continue;
 		}
-		if (shift == 0 && i + WHATIF_PREFETCH < nrows)
-			__builtin_prefetch(&whatif.slots[whatif_key(&fps[i + WHATIF_PREFETCH]) & (whatif.cap - 1)]);
-		p = whatif_observe_one(key, row);
-		shift = atomic_load_explicit(&whatif.shift, memory_order_relaxed);
+		if (fps[i].lo > lim) {  /* not tracked (a zero lo is tracked, as key 1) */
+			if (pos)
+				pos[i] = u;
+			continue;
+		}
+		p = whatif_observe_one(whatif_key(&fps[i]), row);
+		lim = whatif_limit();
+		u = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
 		if (pos)
 			pos[i] = p;
 	}
-	atomic_fetch_add_explicit(&whatif.total, seen, memory_order_relaxed);
+	atomic_fetch_add_explicit(&whatif.total, (nrows - skipped) * row, memory_order_relaxed);
 	atomic_store_explicit(&whatif.tracked, whatif.used, memory_order_relaxed);
 out_unlock:
 	pthread_mutex_unlock(&whatif.lock);
@@ -396,7 +407,7 @@ void whatif_reset(void)
 	unsigned k;
 
 	pthread_mutex_init(&whatif.lock, NULL);
-	free(whatif.slots);
+	whatif_table_free(whatif.slots, whatif.cap);
 	whatif.slots = NULL;
 	whatif.cap = 0;
 	whatif.used = 0;

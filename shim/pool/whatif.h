@@ -45,8 +45,9 @@
  *
  * Cost. whatif_repeat is two relaxed atomic adds (no hashing, no lock): it
  * runs on the hit path. whatif_observe takes the module's lock once per
- * call; a row not tracked costs a shift and a compare, a tracked one a
- * table probe.
+ * call; a row not tracked costs a compare, a tracked one a table probe;
+ * past the exact size, the table's refills and rate halvings come to
+ * about 3 instructions a row at 10^6 rows (fewer as rows grow).
  *
  * Thread-safe: any number of threads may feed it. whatif_snapshot and
  * whatif_served_at take no lock (they read atomics only), so the reporter
