@@ -38,7 +38,9 @@
  * Load and memory bound. The table grows by 1.5x when one more entry would
  * pass 7/8 of the home slots; right after a growth the load is just over
  * 7/12, so host memory per entry is about 24 / (7/12) * (1 + 1/64) = 41.8
- * bytes (small tables round their capacity, but stay within 48).
+ * bytes (small tables round their capacity, but stay within 48). Inside a
+ * reservation it doubles instead, as moves in place cost two passes (about
+ * 56 bytes per entry right after a growth).
  * index_remove_if shrinks the table to a load of 3/4 when its load falls
  * under 1/2.
  *

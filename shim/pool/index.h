@@ -8,7 +8,8 @@
  * occupied slots is sorted by key, so a probe stops at the first larger key
  * or empty slot. Probes never wrap around: a run may pass the last home
  * slot into a tail of cap / 64 slots, lengthened when a run reaches its
- * end. The table grows by 1.5x when one more entry would pass a load of
+ * end. The table grows by 1.5x (2x inside a reservation, where growing
+ * costs two passes over the table) when one more entry would pass a load of
  * 7/8; index_remove_if shrinks it to a load of 3/4 when its load falls
  * under 1/2. Values are the caller's 64-bit handles (the pool packs slab
  * and offset). Not thread-safe: the pool serialises.
@@ -43,7 +44,8 @@
  * Memory bound: at most 48 bytes per entry at every count of an index
  * grown from empty (about 42 once past a few thousand entries), and again
  * after index_remove_if; an index_init hint or index_reserve may hold more
- * on purpose. Tables of 2 MiB or more are 2 MiB-aligned mappings with
+ * on purpose (a reserved table right after doubling: 24 / (7/16) * (1 +
+ * 1/64), about 56 bytes per entry, and the first IX_PRESIZE_ENTRIES). Tables of 2 MiB or more are 2 MiB-aligned mappings with
  * transparent huge pages requested (MADV_HUGEPAGE); smaller ones come from
  * calloc.
  */
