@@ -41,7 +41,7 @@ struct config {
 	int verbose;
 	int quiet;
 	uint64_t telemetry_s;   /* VRAMPOOL_TELEMETRY_S: the telemetry interval in seconds, default 10 */
-	uint64_t whatif_mem;    /* VRAMPOOL_WHATIF_MEM: the what-if table's memory cap, default 256M, 16K to 1T */
+	uint64_t whatif_mem;    /* VRAMPOOL_WHATIF_MEM: the what-if table's memory cap, default 1M, 16K to 1T */
 	/*
 	 * The process's rank in a distributed job: the first of RANK,
 	 * LOCAL_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID that is set
