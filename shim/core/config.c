@@ -333,7 +333,7 @@ int config_load_secure(struct config *c, const char *(*get)(const char *name),
 	c->margin = 512 * MIB;
 	c->slab = 64 * MIB;
 	c->telemetry_s = 10;
-	c->whatif_mem = 256 * MIB;
+	c->whatif_mem = MIB;              /* issue 16: a sampled curve (whatif.h) */
 
 	bad += config_flag(get, "VRAMPOOL_VERBOSE", &c->verbose) < 0;
 	bad += config_flag(get, "VRAMPOOL_QUIET", &c->quiet) < 0;

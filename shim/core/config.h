@@ -44,7 +44,7 @@ struct config {
 	int verbose;
 	int quiet;
 	uint64_t telemetry_s;   /* VRAMPOOL_TELEMETRY_S: the telemetry interval in seconds, default 10 */
-	uint64_t whatif_mem;    /* VRAMPOOL_WHATIF_MEM: the what-if table's memory cap, default 256M, 16K to 1T */
+	uint64_t whatif_mem;    /* VRAMPOOL_WHATIF_MEM: the what-if table's memory cap, default 1M, 16K to 1T */
 	/* The cost ledger (issue 16, pool/ledger.h). */
 	enum ledger_mode ledger;        /* VRAMPOOL_LEDGER: on (default), off, force */
 	double link_gbps;       /* VRAMPOOL_LINK_GBPS: the stated host-to-device link, 1e9 bytes/s; 0: measure it */

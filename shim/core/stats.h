@@ -66,6 +66,10 @@ enum stat_id {
 	ST_POOL_DISPLACED_SLABS,/* pool.displaced_slabs */
 	ST_POOL_FAULTS,         /* pool.faults: failed device calls of the pool's own (each handled) */
 	ST_GATHER_LAUNCHES,     /* pool.gather_launches: gather kernel launches */
+	/* Admission on evidence (issue 16, pool/doorkeeper.h). */
+	ST_ROWS_REFUSED,        /* rows.refused: rows seen once that the doorkeeper kept out of the pool */
+	ST_ADMIT_ENGAGEMENTS,   /* pool.doorkeeper.engagements: times rows began to be captured on a second sighting */
+	ST_ADMIT_DISENGAGEMENTS,/* pool.doorkeeper.disengagements: times capture on first sight resumed */
 	/* copies.passthrough_reasons, in classify.h's order from CL_OFF (CL_CAPTURING is graph_capture) */
 	ST_PASS_OFF,
 	ST_PASS_NO_LAYOUT,

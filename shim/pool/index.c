@@ -1,6 +1,7 @@
 /*
- * index: fingerprint -> 64-bit value, open addressing with Robin Hood linear
- * probing and backward-shift deletion.
+ * index: fingerprint -> 64-bit value, ordered linear probing without
+ * wraparound, growing in place inside a reservation (index.h is the
+ * contract).
  *
  * Slots. The table is one array of 24-byte slots, each a key (16 bytes)
  * with its value (8 bytes) right after it, so a hit reads one slot and
@@ -11,49 +12,51 @@
  * Home slot. The capacity is any integer (not a power of two) and a key's
  * home slot is the high half of lo * cap (multiply-shift, "fastrange"):
  * fingerprints are keyed, uniformly random hashes, so this spreads them
- * evenly without further mixing, and it lets the table grow by 1.5x.
+ * evenly without further mixing. The home never decreases as the key
+ * grows, which everything below relies on.
  *
- * Robin Hood order: along a probe run, entries are kept so that one never
- * sits farther from its home than the entries it passed would allow; a
- * lookup stops at the first entry closer to its home than the probe is, so
- * misses cost about as much as hits even at high load.
+ * Order. Every run of occupied slots is sorted by key (lo, then hi). With
+ * homes that grow with the key, this is Robin Hood order, and the layout
+ * of a set of keys is canonical whatever the order they came in: in key
+ * order, each entry sits at max(its home, the slot after the entry before
+ * it). A probe walks from the home and stops at the key, at an empty slot
+ * or at a larger key, so misses cost about as much as hits even at high
+ * load; an insert shifts the rest of its run one slot up; a removal shifts
+ * the entries after it down while they are away from their homes. Runs
+ * never wrap around: they may pass the last home slot into the tail, which
+ * is lengthened (by 1/64) when a run would pass its end.
+ *
+ * Resizing moves the entries in key order, each to max(its new home, the
+ * slot after the last one placed). Into a new allocation that is one
+ * sequential pass. In place (inside a reservation), the entries first move
+ * to the top of the new length (a backward pass, clearing the slots they
+ * leave), then down to their new slots (a forward pass): no entry is
+ * written over before it is read, since the i-th of n entries lands at or
+ * below the slot it was compacted to. Shrinking in place is the forward
+ * pass alone (new homes are no higher than the old ones).
  *
  * Load and memory bound. The table grows by 1.5x when one more entry would
- * pass 7/8 of the slots; right after a growth the load is just over
- * 7/8 / 1.5 = 7/12, so host memory per entry is at most 24 / (7/12) = 41.2
- * bytes at any count of an index grown from empty (small tables round
- * their capacity, but never pass 48 bytes: 2 slots for 1 entry is the
- * worst). Mean probe lengths stay short at these loads (a hit looks at
- * about 1.4 to 4.5 slots). index_remove_if, which drops whole slabs, shrinks
- * the table to a load of 3/4 when its load falls under 1/2, so 48 bytes per
- * entry holds after it too; single removals do not shrink (an index_init
- * hint also preallocates beyond the bound on purpose).
+ * pass 7/8 of the home slots; right after a growth the load is just over
+ * 7/12, so host memory per entry is about 24 / (7/12) * (1 + 1/64) = 41.8
+ * bytes (small tables round their capacity, but stay within 48). Inside a
+ * reservation it doubles instead, as moves in place cost two passes (about
+ * 56 bytes per entry right after a growth).
+ * index_remove_if shrinks the table to a load of 3/4 when its load falls
+ * under 1/2.
  *
- * Huge pages. A table of IX_HUGE_MIN (2 MiB) or more is an anonymous mmap
- * aligned to 2 MiB, with madvise(MADV_HUGEPAGE): at 10^6 entries (about
- * 40 MiB) a lookup then needs no page walk. Its length is rounded up to a
- * whole page and the capacity fills it. Smaller tables come from calloc.
- * Whether the kernel grants huge pages is its business; either way the
- * table works the same.
+ * Memory. The slot arrays, the reservation and the pages given back are
+ * index_room.c's (index_room.h).
  */
 #include "pool/index.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
+
+#include "pool/index_room.h"
 
 #define IX_MIN_CAP 2
-#define IX_HUGE_MIN (2ull << 20)        /* tables this large are mmapped for huge pages */
-#define IX_HUGE_ALIGN (2ull << 20)
 #define IX_LOOKAHEAD 16                 /* keys prefetched ahead in index_lookup_many */
-
-/* One slot: a key and its value together. */
-struct ix_slot {
-	uint64_t lo, hi;
-	uint64_t val;
-};
 
 /* The slot array. */
 static struct ix_slot *ix_slots(const struct index *ix)
@@ -65,6 +68,12 @@ static struct ix_slot *ix_slots(const struct index *ix)
 static int ix_empty(const struct ix_slot *s)
 {
 	return (s->lo | s->hi) == 0;
+}
+
+/* Whether the key in slot s is greater than (lo, hi). */
+static int ix_after(const struct ix_slot *s, uint64_t lo, uint64_t hi)
+{
+	return s->lo > lo || (s->lo == lo && s->hi > hi);
 }
 
 /* The high 64 bits of the 128-bit product a * b. */
@@ -82,16 +91,16 @@ static uint64_t ix_mulhi(uint64_t a, uint64_t b)
 #endif
 }
 
-/* The home slot of a key whose low word is lo in a table of cap slots. */
+/* The home slot of a key whose low word is lo in a table of cap home slots. */
 static size_t ix_home(uint64_t lo, size_t cap)
 {
 	return (size_t)ix_mulhi(lo, cap);
 }
 
-/* How far slot pos is from home, going forward with wraparound. */
-static size_t ix_dist(size_t pos, size_t home, size_t cap)
+/* The slots past the last home slot that runs may use before the tail is lengthened. */
+static size_t ix_tail(size_t cap)
 {
-	return pos >= home ? pos - home : pos + cap - home;
+	return cap / 64;
 }
 
 /* Entries held in the table itself (the zero key is not). */
@@ -100,7 +109,7 @@ static size_t ix_table_count(const struct index *ix)
 	return ix->count - (ix->has_zero ? 1 : 0);
 }
 
-/* Whether n table entries fit cap slots under the 7/8 load bound. */
+/* Whether n table entries fit cap home slots under the 7/8 load bound. */
 static int ix_fits(size_t n, size_t cap)
 {
 	return n <= cap / 8 * 7 + cap % 8 * 7 / 8;
@@ -118,147 +127,203 @@ static size_t ix_cap_min(size_t n)
 	return cap < IX_MIN_CAP ? IX_MIN_CAP : cap;
 }
 
-/*
- * Allocates a zeroed table of at least *cap slots: calloc below IX_HUGE_MIN
- * bytes, else a 2 MiB-aligned anonymous mapping with MADV_HUGEPAGE whose
- * capacity fills its last page. Sets *cap, *bytes and *mapped. Returns the
- * table or NULL.
- */
-static void *ix_alloc(size_t *cap, size_t *bytes, int *mapped)
+/* Frees the index's allocation. */
+static void ix_free(struct index *ix)
 {
-	size_t want, page, len, lead;
-	unsigned char *p, *aligned;
-
-	if (*cap > SIZE_MAX / sizeof(struct ix_slot) / 2)
-		return NULL;
-	want = *cap * sizeof(struct ix_slot);
-	if (want < IX_HUGE_MIN) {
-		*bytes = want;
-		*mapped = 0;
-		return calloc(*cap, sizeof(struct ix_slot));
-	}
-	page = (size_t)sysconf(_SC_PAGESIZE);
-	if (page == 0 || page > IX_HUGE_ALIGN || (page & (page - 1)))
-		page = 4096;
-	len = (want + page - 1) / page * page;
-	p = mmap(NULL, len + IX_HUGE_ALIGN, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	aligned = (unsigned char *)(((uintptr_t)p + IX_HUGE_ALIGN - 1) & ~(uintptr_t)(IX_HUGE_ALIGN - 1));
-	lead = (size_t)(aligned - p);
-	if (lead)
-		munmap(p, lead);
-	munmap(aligned + len, IX_HUGE_ALIGN - lead);
-#ifdef MADV_HUGEPAGE
-	madvise(aligned, len, MADV_HUGEPAGE);   /* a refusal is fine: small pages then */
-#endif
-	*cap = len / sizeof(struct ix_slot);
-	*bytes = len;
-	*mapped = 1;
-	return aligned;
+	index_room_free(&(struct index_room){ .slots = ix->slots, .alloc = ix->alloc, .mapped = ix->mapped });
 }
 
-/* Frees a table from ix_alloc. */
-static void ix_free(void *slots, size_t bytes, int mapped)
+/* Sets the length in use and what it costs in host bytes. */
+static void ix_set_len(struct index *ix, size_t len)
 {
-	if (mapped)
-		munmap(slots, bytes);
-	else
-		free(slots);
+	ix->len = len;
+	ix->bytes = ix->reserved ? index_room_bytes(len) : ix->alloc;
 }
 
 /*
- * Places key -> val starting the probe at pos with distance dist, displacing
- * richer entries (Robin Hood). The key must not be in the table and a free
- * slot must exist.
+ * Gives back the pages of a reservation past the first len slots (they
+ * are all empty: zero when touched again).
  */
-static void ix_place_from(struct ix_slot *slots, size_t cap, struct ix_slot e, size_t pos,
-			  size_t dist)
+static void ix_trim(struct index *ix, size_t len)
 {
-	for (;;) {
-		struct ix_slot *s = &slots[pos];
-
-		if (ix_empty(s)) {
-			*s = e;
-			return;
-		}
-		size_t d = ix_dist(pos, ix_home(s->lo, cap), cap);
-
-		if (d < dist) {
-			struct ix_slot t = *s;
-
-			*s = e;
-			e = t;
-			dist = d;
-		}
-		if (++pos == cap)
-			pos = 0;
-		dist++;
-	}
+	if (ix->reserved)
+		index_room_trim(ix->slots, len, ix->len);
 }
 
-/*
- * Moves every entry into a fresh table of at least newcap slots. Returns 0
- * or -ENOMEM (the old table is kept then).
- */
-static int ix_resize(struct index *ix, size_t newcap)
+/* Takes the allocation b as the table's, with newcap home slots and len slots in use. */
+static void ix_adopt(struct index *ix, const struct index_room *b, size_t newcap, size_t len)
 {
-	struct ix_slot *old = ix->slots, *nslots;
-	size_t ocap = ix->cap, bytes;
-	int mapped;
-
-	nslots = ix_alloc(&newcap, &bytes, &mapped);
-	if (!nslots)
-		return -ENOMEM;
-	for (size_t i = 0; old && i < ocap; i++)
-		if (!ix_empty(&old[i]))
-			ix_place_from(nslots, newcap, old[i], ix_home(old[i].lo, newcap), 0);
-	if (old)
-		ix_free(old, ix->bytes, ix->mapped);
-	ix->slots = nslots;
+	ix->slots = b->slots;
+	ix->room = b->room;
+	ix->alloc = b->alloc;
+	ix->mapped = b->mapped;
+	ix->reserved = b->reserved;
 	ix->cap = newcap;
-	ix->bytes = bytes;
-	ix->mapped = mapped;
+	ix_set_len(ix, len);
+}
+
+/*
+ * The length the canonical layout of the table's entries needs with cap
+ * home slots: the slot after the last entry.
+ */
+static size_t ix_layout_end(const struct index *ix, size_t cap)
+{
+	const struct ix_slot *s = ix_slots(ix);
+	size_t end = 0;
+
+	for (size_t i = 0; i < ix->len; i++) {
+		size_t h;
+
+		if (ix_empty(&s[i]))
+			continue;
+		h = ix_home(s[i].lo, cap);
+		end = (h > end ? h : end) + 1;
+	}
+	return end;
+}
+
+/*
+ * Places the entries of src[from, to) in key order (empty slots skipped)
+ * into dst with cap home slots, each at max(its home, the slot after the
+ * last one placed). dst may be src when no entry lands above its source
+ * slot; a source slot an entry left is cleared then. Returns the slot
+ * after the last entry placed.
+ */
+static size_t ix_place_sorted(struct ix_slot *dst, size_t cap, struct ix_slot *src, size_t from,
+			      size_t to)
+{
+	size_t end = 0;
+
+	for (size_t r = from; r < to; r++) {
+		size_t h, w;
+
+		if (ix_empty(&src[r]))
+			continue;
+		h = ix_home(src[r].lo, cap);
+		w = h > end ? h : end;
+		if (dst != src || w != r) {
+			dst[w] = src[r];
+			if (dst == src)
+				memset(&src[r], 0, sizeof(src[r]));
+		}
+		end = w + 1;
+	}
+	return end;
+}
+
+/*
+ * Grows the table in place inside its reservation to newcap home slots
+ * and at least newlen slots: the entries move to the top of the new length
+ * in a backward pass that also finds where the canonical layout ends (the
+ * largest new home plus the entries from there on), then down to their
+ * slots in a forward pass (ix_place_sorted). Returns 0, or -ENOSPC when the
+ * layout would pass the reservation (the table is put back as it was).
+ */
+static int ix_grow_in_place(struct index *ix, size_t newcap, size_t newlen)
+{
+	struct ix_slot *s = ix_slots(ix);
+	size_t top = newlen > ix->len ? newlen : ix->len, dst = top, cnt = 0, end = 0;
+
+	if (top > ix->room)
+		return -ENOSPC;
+	for (size_t i = ix->len; i-- > 0;) {
+		size_t h;
+
+		if (ix_empty(&s[i]))
+			continue;
+		h = ix_home(s[i].lo, newcap) + ++cnt;
+		end = h > end ? h : end;
+		if (--dst != i) {
+			s[dst] = s[i];
+			memset(&s[i], 0, sizeof(s[i]));
+		}
+	}
+	if (end > ix->room) {
+		ix_place_sorted(s, ix->cap, s, dst, top);
+		return -ENOSPC;
+	}
+	if (end > top) {
+		memmove(&s[dst + (end - top)], &s[dst], (top - dst) * sizeof(*s));
+		memset(&s[dst], 0, (end - top) * sizeof(*s));
+		dst += end - top;
+		top = end;
+	}
+	ix_place_sorted(s, newcap, s, dst, top);
+	ix->cap = newcap;
+	ix_set_len(ix, top > newlen ? top : newlen);
 	return 0;
+}
+
+/*
+ * Gives the table newcap home slots and at least minlen slots in all: in
+ * place inside a reservation that holds it, else moved into a new
+ * allocation. Returns 0 or -ENOMEM (the old table is kept then).
+ */
+static int ix_resize(struct index *ix, size_t newcap, size_t minlen)
+{
+	size_t newlen = newcap + ix_tail(newcap), end;
+	struct index_room b;
+
+	if (newlen < minlen)
+		newlen = minlen;
+	if (ix->reserved && newcap >= ix->cap && ix_grow_in_place(ix, newcap, newlen) == 0)
+		return 0;
+	end = ix_layout_end(ix, newcap);
+	if (newlen < end)
+		newlen = end;
+	if (ix->reserved && newcap < ix->cap && newlen <= ix->room) {
+		ix_place_sorted(ix_slots(ix), newcap, ix_slots(ix), 0, ix->len);
+		if (newlen < ix->len)
+			ix_trim(ix, newlen);
+		ix->cap = newcap;
+		ix_set_len(ix, newlen);
+		return 0;
+	}
+	if (index_room_alloc(newlen, &b))
+		return -ENOMEM;
+	if (ix->slots) {
+		ix_place_sorted(b.slots, newcap, ix_slots(ix), 0, ix->len);
+		ix_free(ix);
+	}
+	ix_adopt(ix, &b, newcap, b.room);       /* a mapping's last page is tail too */
+	return 0;
+}
+
+/*
+ * Returns the slot holding key (lo, hi), not the zero key, in a table of
+ * cap home slots and len slots, or SIZE_MAX.
+ */
+static inline size_t ix_probe(const struct ix_slot *slots, size_t cap, size_t len, uint64_t lo, uint64_t hi)
+{
+	for (size_t pos = ix_home(lo, cap); pos < len; pos++) {
+		const struct ix_slot *s = &slots[pos];
+
+		if (s->lo == lo && s->hi == hi)
+			return pos;
+		if (ix_empty(s) || ix_after(s, lo, hi))
+			return SIZE_MAX;
+	}
+	return SIZE_MAX;
 }
 
 /* Returns the slot holding key (not the zero key), or SIZE_MAX. */
 static size_t ix_find(const struct index *ix, const struct fp *key)
 {
-	const struct ix_slot *slots = ix_slots(ix);
-	size_t cap = ix->cap, pos, dist;
-
-	if (cap == 0)
+	if (ix->cap == 0)
 		return SIZE_MAX;
-	pos = ix_home(key->lo, cap);
-	for (dist = 0;; dist++) {
-		const struct ix_slot *s = &slots[pos];
-
-		if (s->lo == key->lo && s->hi == key->hi)
-			return pos;
-		if (ix_empty(s) || ix_dist(pos, ix_home(s->lo, cap), cap) < dist)
-			return SIZE_MAX;
-		if (++pos == cap)
-			pos = 0;
-	}
+	return ix_probe(ix_slots(ix), ix->cap, ix->len, key->lo, key->hi);
 }
 
-/* Removes the entry at slot i, shifting its followers back one slot. */
+/* Removes the entry at slot i, shifting down the entries after it that are away from home. */
 static void ix_delete_at(struct index *ix, size_t i)
 {
 	struct ix_slot *slots = ix_slots(ix);
-	size_t cap = ix->cap;
+	size_t j = i + 1;
 
-	for (;;) {
-		size_t j = i + 1 == cap ? 0 : i + 1;
-
-		if (ix_empty(&slots[j]) || ix_home(slots[j].lo, cap) == j)
-			break;
-		slots[i] = slots[j];
-		i = j;
-	}
-	memset(&slots[i], 0, sizeof(slots[i]));
+	while (j < ix->len && !ix_empty(&slots[j]) && ix_home(slots[j].lo, ix->cap) < j)
+		j++;
+	memmove(&slots[i], &slots[i + 1], (j - i - 1) * sizeof(*slots));
+	memset(&slots[j - 1], 0, sizeof(*slots));
 }
 
 int index_init(struct index *ix, size_t hint)
@@ -266,7 +331,34 @@ int index_init(struct index *ix, size_t hint)
 	memset(ix, 0, sizeof(*ix));
 	if (hint == 0)
 		return 0;
-	return ix_resize(ix, ix_cap_min(hint));
+	return ix_resize(ix, ix_cap_min(hint), 0);
+}
+
+int index_reserve(struct index *ix, size_t max_entries)
+{
+	size_t n = ix_table_count(ix), capmax, room, first, newcap;
+	struct index_room b;
+
+	if (max_entries < n)
+		max_entries = n;
+	if (max_entries == 0)
+		return 0;
+	capmax = ix_cap_min(max_entries);
+	room = capmax + capmax / 2 + ix_tail(capmax + capmax / 2) + 1024;   /* the last growth fits */
+	if (room > IX_RESERVE_MAX_SLOTS)
+		room = IX_RESERVE_MAX_SLOTS;
+	first = ix_cap_min(max_entries < IX_PRESIZE_ENTRIES ? max_entries : IX_PRESIZE_ENTRIES);
+	newcap = ix->cap > first ? ix->cap : first;
+	if (ix->reserved && ix->room >= capmax + ix_tail(capmax))
+		return 0;
+	if (newcap + ix_tail(newcap) > room || index_room_reserve(room, &b))
+		return -ENOMEM;
+	if (ix->slots) {
+		ix_place_sorted(b.slots, newcap, ix_slots(ix), 0, ix->len);    /* fits: room >= 2 * newcap */
+		ix_free(ix);
+	}
+	ix_adopt(ix, &b, newcap, newcap + ix_tail(newcap));
+	return 0;
 }
 
 /* Looks up a key that is not the zero key. */
@@ -294,9 +386,8 @@ int index_lookup(const struct index *ix, const struct fp *key, uint64_t *val)
 /*
  * Prefetches the cache lines of a key's home slot and of what follows it up
  * to the end of the line after (a hit is found within the next slot or two
- * at the usual loads). The lines are within the table: a slot is 24 bytes
- * and the last line prefetched starts at most 63 bytes past the home slot,
- * which is harmless for a prefetch even past the end.
+ * at the usual loads). The last line prefetched starts at most 63 bytes
+ * past the home slot, which is harmless for a prefetch even past the end.
  */
 static void ix_prefetch_home(const struct ix_slot *slots, size_t cap, uint64_t lo)
 {
@@ -332,25 +423,37 @@ void index_lookup_many(const struct index *ix, const struct fp *keys, size_t n, 
 	for (size_t i = 0; i < n && i < IX_LOOKAHEAD; i++)
 		ix_prefetch_home(slots, cap, keys[i].lo);
 	for (size_t i = 0; i < n; i++) {
+		uint64_t lo = keys[i].lo, hi = keys[i].hi;
+		size_t pos;
+
 		if (i + IX_LOOKAHEAD < n)
 			ix_prefetch_home(slots, cap, keys[i + IX_LOOKAHEAD].lo);
-		found[i] = index_lookup(ix, &keys[i], &vals[i]) == 0;
+		if ((lo | hi) == 0) {
+			found[i] = index_lookup(ix, &keys[i], &vals[i]) == 0;
+			continue;
+		}
+		pos = ix_probe(slots, cap, ix->len, lo, hi);
+		found[i] = pos != SIZE_MAX;
+		if (pos != SIZE_MAX)
+			vals[i] = slots[pos].val;
 	}
 }
 
 /*
- * Probes once: an equal key means -EEXIST; otherwise the new entry goes to
- * the first free slot or displaces the first richer entry, which then
- * continues the probe. Growth happens first, and only for a new key, so a
- * rejected duplicate never grows the table.
+ * Grows first, and only for a new key (a rejected duplicate never grows
+ * the table). Then walks the run from the key's home to its place (the
+ * first empty slot or larger key), and shifts what follows up to the run's
+ * first empty slot one slot up. A run that would pass the table's end
+ * lengthens the tail first.
  */
 int index_insert(struct index *ix, const struct fp *key, uint64_t val)
 {
-	struct ix_slot *slots, e = { key->lo, key->hi, val };
-	size_t n, cap, pos, dist;
+	uint64_t lo = key->lo, hi = key->hi;
+	struct ix_slot *slots;
+	size_t pos, end;
 	int err;
 
-	if ((key->lo | key->hi) == 0) {
+	if ((lo | hi) == 0) {
 		if (ix->has_zero)
 			return -EEXIST;
 		ix->has_zero = 1;
@@ -358,30 +461,37 @@ int index_insert(struct index *ix, const struct fp *key, uint64_t val)
 		ix->count++;
 		return 0;
 	}
-	n = ix_table_count(ix);
-	if (ix->cap == 0 || !ix_fits(n + 1, ix->cap)) {
-		size_t grown = ix->cap + ix->cap / 2, need = ix_cap_min(n + 1);
+	if (ix->cap == 0 || !ix_fits(ix_table_count(ix) + 1, ix->cap)) {
+		size_t grown = ix->reserved ? 2 * ix->cap : ix->cap + ix->cap / 2;
+		size_t need = ix_cap_min(ix_table_count(ix) + 1);
 
 		if (ix_find(ix, key) != SIZE_MAX)
 			return -EEXIST;
-		err = ix_resize(ix, grown > need ? grown : need);
+		err = ix_resize(ix, grown > need ? grown : need, 0);
 		if (err)
 			return err;
 	}
-	slots = ix_slots(ix);
-	cap = ix->cap;
-	pos = ix_home(key->lo, cap);
-	for (dist = 0;; dist++) {
-		const struct ix_slot *s = &slots[pos];
+	for (;;) {
+		slots = ix_slots(ix);
+		for (pos = ix_home(lo, ix->cap); pos < ix->len; pos++) {
+			const struct ix_slot *s = &slots[pos];
 
-		if (ix_empty(s) || ix_dist(pos, ix_home(s->lo, cap), cap) < dist)
+			if (s->lo == lo && s->hi == hi)
+				return -EEXIST;
+			if (ix_empty(s) || ix_after(s, lo, hi))
+				break;
+		}
+		for (end = pos; end < ix->len && !ix_empty(&slots[end]); end++)
+			;
+		if (end < ix->len)
 			break;
-		if (s->lo == key->lo && s->hi == key->hi)
-			return -EEXIST;
-		if (++pos == cap)
-			pos = 0;
+		err = ix_resize(ix, ix->cap, ix->len + 1 + ix->len / 64);
+		if (err)
+			return err;
 	}
-	ix_place_from(slots, cap, e, pos, dist);
+	for (size_t j = end; j > pos; j--)     /* runs are short: a loop beats a call */
+		slots[j] = slots[j - 1];
+	slots[pos] = (struct ix_slot){ lo, hi, val };
 	ix->count++;
 	return 0;
 }
@@ -407,17 +517,17 @@ int index_remove(struct index *ix, const struct fp *key)
 }
 
 /*
- * Scans the table once, starting just after an empty slot: a backward shift
- * only moves entries from later slots into the slot being examined (which is
- * then examined again), never across that empty slot, so no entry is skipped
- * and none is seen past the end of the scan. Afterwards the table shrinks to
- * a load of 3/4 if its load fell under 1/2 (a failed shrink keeps the
- * larger table).
+ * Scans the table once from its first slot: a removal shifts later
+ * entries down into the slot being examined (which is examined again),
+ * never across the scan, so no entry is skipped. Afterwards the table
+ * shrinks to a load of 3/4 if its load fell under 1/2 (a failed shrink
+ * keeps the larger table); an emptied table is freed, or, in a
+ * reservation, given back to the system.
  */
 size_t index_remove_if(struct index *ix, int (*pred)(uint64_t val, void *arg), void *arg)
 {
-	size_t removed = 0, start = 0, cap, pos, seen, n;
-	struct ix_slot *slots;
+	size_t removed = 0, n;
+	struct ix_slot *slots = ix_slots(ix);
 
 	if (ix->has_zero && pred(ix->zero_val, arg)) {
 		ix->has_zero = 0;
@@ -427,33 +537,29 @@ size_t index_remove_if(struct index *ix, int (*pred)(uint64_t val, void *arg), v
 	}
 	if (ix->cap == 0)
 		return removed;
-	slots = ix_slots(ix);
-	cap = ix->cap;
-	while (!ix_empty(&slots[start]))
-		start++;
-	pos = start + 1 == cap ? 0 : start + 1;
-	for (seen = 1; seen < cap;) {
+	for (size_t pos = 0; pos < ix->len;) {
 		if (!ix_empty(&slots[pos]) && pred(slots[pos].val, arg)) {
 			ix_delete_at(ix, pos);
 			ix->count--;
 			removed++;
 			continue;
 		}
-		if (++pos == cap)
-			pos = 0;
-		seen++;
+		pos++;
 	}
 	n = ix_table_count(ix);
-	if (n == 0) {
-		ix_free(ix->slots, ix->bytes, ix->mapped);
-		ix->slots = NULL;
+	if (n == 0 && ix->reserved) {
+		ix_trim(ix, 0);
 		ix->cap = 0;
-		ix->bytes = 0;
+		ix_set_len(ix, 0);
+	} else if (n == 0) {
+		ix_free(ix);
+		ix->slots = NULL;
+		ix->cap = ix->len = ix->room = ix->bytes = ix->alloc = 0;
 		ix->mapped = 0;
-	} else if (n * 2 < cap) {
+	} else if (n * 2 < ix->cap) {
 		size_t want = n + n / 3 + 1;
 
-		ix_resize(ix, want < cap ? want : cap);
+		ix_resize(ix, want < ix->cap ? want : ix->cap, 0);
 	}
 	return removed;
 }
@@ -466,6 +572,6 @@ size_t index_bytes(const struct index *ix)
 void index_release(struct index *ix)
 {
 	if (ix->slots)
-		ix_free(ix->slots, ix->bytes, ix->mapped);
+		ix_free(ix);
 	memset(ix, 0, sizeof(*ix));
 }

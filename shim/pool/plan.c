@@ -3,9 +3,11 @@
  * Every row found in the index is checked for readiness (its capture
  * settled, or an event the stream can wait for): a hit, or a miss. Every
  * row not found is admitted while the budget allows: room in the tail slab
- * of its priority, or a new slab, and an index entry: a capture. Segments
- * whose captures completed are settled here, their pinned-source checks
- * read. plan.h states the contract.
+ * of its priority, or a new slab, and an index entry: a capture; once the
+ * doorkeeper has engaged (admission on evidence, doorkeeper.h), only a row
+ * seen before is, and each copy planned while the pool could admit is
+ * evidence for it. Segments whose captures completed are settled here,
+ * their pinned-source checks read. plan.h states the contract.
  */
 #include "pool/plan.h"
 
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 
 #include "core/log.h"
+#include "pool/doorkeeper.h"
 #include "pool/evict.h"
 #include "pool/pincheck.h"
 #include "pool/pool_impl.h"
@@ -242,23 +245,52 @@ static int pool_admit(struct pool_copy_ctx *x, struct plan *pl)
 	return 0;
 }
 
+/*
+ * Gives the doorkeeper the evidence of a copy planned while the pool could
+ * admit (its rows, hits and captures), counts the rows it refused, and
+ * says what it decided. Called with p->mu held.
+ */
+static void pool_admission(struct pool *p, const struct pool_copy_ctx *x, uint64_t refused)
+{
+	uint64_t row = x->r->row;
+	char b1[32];
+
+	stats_add(ST_ROWS_REFUSED, refused);
+	switch (doorkeeper_judge(&p->dk, p->budget, row, x->nrows * row, x->hits * row, x->captures * row)) {
+	case DK_ENGAGED:
+		stats_add(ST_ADMIT_ENGAGEMENTS, 1);
+		log_verbose("a pass of the rows seen (%s) got no hits: rows are captured on their second "
+			    "sighting from now on", log_bytes(b1, sizeof(b1), p->dk.win_seen));
+		break;
+	case DK_DISENGAGED:
+		stats_add(ST_ADMIT_DISENGAGEMENTS, 1);
+		log_verbose("one in %d rows hit or had been seen before: rows are captured on first "
+			    "sight again", DK_AGAIN_SHARE);
+		break;
+	default:
+		break;
+	}
+}
+
 int pool_plan(struct pool_copy_ctx *x)
 {
 	struct pool *p = x->p;
-	int admitting = p->state == POOL_ACTIVE && !x->r->no_admit;
+	int admitting = p->state == POOL_ACTIVE && !x->r->no_admit, judged = admitting;
 	dev_event waited = NULL;
-	uint64_t i, drops = p->drops;
+	uint64_t i, drops = p->drops, refused = 0;
 	int err = POOL_DONE;
 
 	index_lookup_many(&p->ix, x->fps, x->nrows, x->vals, x->found);
+	if (admitting)
+		refused = doorkeeper_filter(&p->dk, x->fps, x->nrows, x->found);
 	for (i = 0; i < x->nrows; i++) {
 		struct plan *pl = &x->plan[i];
 
 		pl->kind = PLAN_MISS;
 		/* A check that failed while planning dropped rows found above: look again. */
-		if (x->found[i] && p->drops != drops)
+		if (x->found[i] == 1 && p->drops != drops)
 			x->found[i] = index_lookup(&p->ix, &x->fps[i], &x->vals[i]) == 0;
-		if (x->found[i]) {
+		if (x->found[i] == 1) {
 			uint32_t id = slab_val_id(x->vals[i]);
 			uint64_t off = slab_val_off(x->vals[i]);
 			struct slab *s = id < p->nslabs ? p->slabs[id] : NULL;
@@ -279,7 +311,7 @@ int pool_plan(struct pool_copy_ctx *x)
 			}
 			continue;
 		}
-		if (!admitting)
+		if (!admitting || x->found[i] == DK_REFUSED)
 			continue;
 		if (pool_admit(x, pl)) {
 			admitting = 0;
@@ -307,6 +339,8 @@ int pool_plan(struct pool_copy_ctx *x)
 		x->hits = x->captures = 0;
 	}
 	x->misses = x->nrows - x->hits;
+	if (judged && !err)
+		pool_admission(p, x, refused);
 	if (x->hits || x->captures)
 		pool_note_stream(p, x->r->stream);
 	if (p->state == POOL_ACTIVE && !pool_can_admit(p)) {

@@ -68,6 +68,7 @@ static void pool_probe(struct pool *p)
 		return;
 	}
 	stats_set_text(STATS_REASON, "%s", "");
+	(void)index_reserve(&p->ix, p->budget / pool_min_row);  /* issue 16: sized from the budget (index.h) */
 	{
 		char b1[32], b2[32], b3[32];
 

@@ -39,6 +39,7 @@
 
 #include "pool/pool.h"
 #include "pool/backoff.h"
+#include "pool/doorkeeper.h"
 #include "pool/fingerprint.h"
 #include "pool/index.h"
 #include "pool/ledger.h"
@@ -97,6 +98,7 @@ struct pool {
 	struct backoff_kinds kinds;
 	struct link_meter link;
 	struct index samples;   /* fingerprints of rows sampled while stood down */
+	struct doorkeeper dk;   /* admission on evidence (issue 16, doorkeeper.h); under mu */
 	dev_event *free_events;
 	uint32_t nfree_events, free_events_cap;
 	dev_stream streams[POOL_STREAMS];       /* streams the pool put work on */

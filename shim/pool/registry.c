@@ -177,6 +177,7 @@ static void pool_free(struct pool *p, int release_device)
 	free(p->slabs);
 	index_release(&p->ix);
 	index_release(&p->samples);
+	doorkeeper_release(&p->dk);
 	free(p);
 }
 

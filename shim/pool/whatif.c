@@ -6,15 +6,32 @@
  * of two), relaxed atomics that any thread adds to without a lock. The
  * table: open addressing with linear probing over 16-byte entries (64 bits
  * of the row's fingerprint, 0 meaning empty, and its position), guarded by
- * one mutex, kept at most half full; it doubles until the memory cap, then
- * the sampling rate halves instead (an entry stays tracked while the top k
- * bits of its key are zero) and the entries that no longer qualify are
- * deleted in place by backward shifting. The slot of a key comes from its
+ * one mutex, kept at most half full, its pages made at once (MAP_POPULATE:
+ * one system call rather than a fault per page); it starts at 64K entries
+ * (the default cap) and doubles up to the memory cap, then the sampling
+ * rate halves instead (an entry stays tracked while the top k bits of its
+ * key are zero), in one pass that clears the entries no longer tracked and
+ * puts the others back from their homes. The slot of a key comes from its
  * low bits, the sampling test from its high bits, so the two are
  * independent.
  *
- * Everything the snapshot reads (unique bytes, tracked rows, the sampling
- * shift, the histogram) is atomic, so a snapshot takes no lock.
+ * Spatial sampling (SHARDS, Waldspurger et al., FAST 2015, in its
+ * fixed-size form): a row is tracked when the top `shift` bits of its key
+ * are zero, so each tracked row stands for 2^shift rows, and its unique
+ * and repeat bytes are counted 2^shift times. A row that is not tracked
+ * costs one compare of its key with the largest tracked key, no memory
+ * access beyond its fingerprint.
+ * The total of every sighting (T) is counted exactly; the difference
+ * between T and what the sample accounts for (U + R) is added to the
+ * repeats at the smallest budget when the curve is read (SHARDS-adj): the
+ * rows that make most of that difference are the frequent ones, which
+ * come first, so the difference belongs at the start of the curve (a
+ * frequent row sampled or not moves the sample's total by its whole
+ * weight). Exact, the difference is zero.
+ *
+ * Everything the snapshot reads (unique bytes, the total, tracked rows,
+ * the sampling shift, the histogram) is atomic, so a snapshot takes no
+ * lock.
  */
 #include "pool/whatif.h"
 
@@ -22,12 +39,12 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define WHATIF_SUB_BITS 6
 #define WHATIF_SUB (1U << WHATIF_SUB_BITS)
 #define WHATIF_BUCKETS ((64 - WHATIF_SUB_BITS + 1) * WHATIF_SUB)
-#define WHATIF_FIRST_SLOTS 4096ULL      /* the table's first size, in entries */
-#define WHATIF_PREFETCH 8               /* rows ahead whose slots are prefetched */
+#define WHATIF_FIRST_SLOTS 65536ULL     /* the table's first size, in entries (1 MiB, the default cap) */
 
 struct whatif_entry {
 	uint64_t key;   /* 0: empty */
@@ -45,7 +62,10 @@ static struct {
 	int failed;                     /* an allocation failed: observe nothing more */
 	_Atomic unsigned shift;         /* sampling: a row is tracked when key >> (64 - shift) == 0 */
 	_Atomic uint64_t unique;        /* U, scaled */
+	_Atomic uint64_t total;         /* T: bytes of every sighting, exact */
 	_Atomic uint64_t tracked;       /* entries in the table */
+	_Atomic int estimate;           /* whatif_set_estimate: copies went unobserved */
+	_Atomic uint64_t table_bytes;   /* bytes of the table */
 } whatif = { .lock = PTHREAD_MUTEX_INITIALIZER, .max_slots = WHATIF_DEFAULT_MEM / sizeof(struct whatif_entry) };
 
 /* The bucket of position p. */
@@ -76,9 +96,22 @@ static uint64_t whatif_bucket_lo(unsigned b, uint64_t *width)
 	return m << shift;
 }
 
-void whatif_repeat(uint64_t pos, uint64_t bytes)
+/* Counts bytes of repeat at position pos in the histogram only. */
+static void whatif_hist_add(uint64_t pos, uint64_t bytes)
 {
 	atomic_fetch_add_explicit(&whatif_hist[whatif_bucket(pos ? pos : 1)], bytes, memory_order_relaxed);
+}
+
+void whatif_repeat(uint64_t pos, uint64_t bytes)
+{
+	whatif_hist_add(pos, bytes);
+	atomic_fetch_add_explicit(&whatif.total, bytes, memory_order_relaxed);
+}
+
+void whatif_set_estimate(int on)
+{
+	if (on)
+		atomic_store_explicit(&whatif.estimate, 1, memory_order_relaxed);
 }
 
 /* The table key of a fingerprint: 64 of its bits, never 0. */
@@ -92,6 +125,14 @@ static inline int whatif_tracked(uint64_t key, unsigned shift)
 	return shift == 0 || (key >> (64 - shift)) == 0;
 }
 
+/* The largest key tracked at the current rate: the keys whose top shift bits are zero. */
+static inline uint64_t whatif_limit(void)
+{
+	unsigned shift = atomic_load_explicit(&whatif.shift, memory_order_relaxed);
+
+	return shift ? (1ULL << (64 - shift)) - 1 : UINT64_MAX;
+}
+
 /* Returns the slot holding key, or the empty slot where it belongs. */
 static struct whatif_entry *whatif_find(uint64_t key)
 {
@@ -102,56 +143,53 @@ static struct whatif_entry *whatif_find(uint64_t key)
 	return &whatif.slots[i];
 }
 
+/*
+ * A zeroed table of cap entries: a mapping with its pages made at once
+ * (MAP_POPULATE: one call instead of a fault for each page as the first
+ * rows land on them all), or NULL.
+ */
+static struct whatif_entry *whatif_table_new(uint64_t cap)
+{
+	void *p = mmap(NULL, cap * sizeof(struct whatif_entry), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Frees a table of cap entries. */
+static void whatif_table_free(struct whatif_entry *t, uint64_t cap)
+{
+	if (t)
+		munmap(t, cap * sizeof(*t));
+}
+
 /* Moves every entry into a table of cap entries. Returns 0 or -1 (no memory). */
 static int whatif_rehash(uint64_t cap)
 {
 	struct whatif_entry *old = whatif.slots, *s;
 	uint64_t i, oldcap = whatif.cap;
 
-	s = calloc(cap, sizeof(*s));
+	s = whatif_table_new(cap);
 	if (!s)
 		return -1;
 	whatif.slots = s;
 	whatif.cap = cap;
+	atomic_store_explicit(&whatif.table_bytes, cap * sizeof(*s), memory_order_relaxed);
 	for (i = 0; old && i < oldcap; i++)
 		if (old[i].key != 0)
 			*whatif_find(old[i].key) = old[i];
-	free(old);
+	whatif_table_free(old, oldcap);
 	return 0;
 }
 
 /*
- * Deletes the entry at slot i by backward shifting (Knuth's algorithm R):
- * later entries of the cluster that may live at i move back, so every
- * remaining entry stays reachable from its home slot without tombstones.
- */
-static void whatif_delete_at(uint64_t i)
-{
-	uint64_t mask = whatif.cap - 1, j = i, k;
-
-	for (;;) {
-		whatif.slots[i].key = 0;
-		for (;;) {
-			j = (j + 1) & mask;
-			if (whatif.slots[j].key == 0)
-				return;
-			k = whatif.slots[j].key & mask;
-			/* the entry at j may stay when its home k lies cyclically in (i, j] */
-			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
-				continue;
-			break;
-		}
-		whatif.slots[i] = whatif.slots[j];
-		i = j;
-	}
-}
-
-/*
- * Halves the sampling rate and drops the entries that no longer qualify.
- * The walk starts after an empty slot (there is one: the table is at most
- * half full), so a cluster is never entered in its middle; a deletion only
- * moves entries backwards, into the slot being examined or into later ones,
- * so every entry is examined once it has settled.
+ * Halves the sampling rate and drops the entries that no longer qualify,
+ * in one pass over the table that starts after an empty slot (there is
+ * one: the table is at most half full), so that no cluster is entered in
+ * its middle: an entry that no longer qualifies is cleared; one that does
+ * is taken out and put back from its home slot, which lands it at its own
+ * slot or at an earlier one that the pass cleared (every slot before it
+ * in the pass has settled). No entry is moved past one not yet examined.
  */
 static void whatif_halve_rate(void)
 {
@@ -164,11 +202,18 @@ static void whatif_halve_rate(void)
 	while (whatif.slots[start].key != 0)
 		start++;
 	for (n = 1; n <= whatif.cap; n++) {
+		struct whatif_entry e;
+
 		i = (start + n) & mask;
-		while (whatif.slots[i].key != 0 && !whatif_tracked(whatif.slots[i].key, shift)) {
-			whatif_delete_at(i);
+		e = whatif.slots[i];
+		if (e.key == 0)
+			continue;
+		whatif.slots[i].key = 0;
+		if (!whatif_tracked(e.key, shift)) {
 			whatif.used--;
+			continue;
 		}
+		*whatif_find(e.key) = e;
 	}
 	atomic_store_explicit(&whatif.tracked, whatif.used, memory_order_relaxed);
 }
@@ -197,7 +242,7 @@ static uint64_t whatif_observe_one(uint64_t key, uint64_t row)
 		return u;
 	e = whatif_find(key);
 	if (e->key == key) {
-		whatif_repeat(e->pos, scaled);
+		whatif_hist_add(e->pos, scaled);
 		return e->pos;
 	}
 	u += scaled;
@@ -205,37 +250,56 @@ static uint64_t whatif_observe_one(uint64_t key, uint64_t row)
 	e->key = key;
 	e->pos = u;
 	whatif.used++;
-	atomic_store_explicit(&whatif.tracked, whatif.used, memory_order_relaxed);
 	whatif_make_room();
 	return u;
 }
 
+/*
+ * Under the lock: a row not tracked at the current rate costs a shift and
+ * a compare (its position is the unique bytes so far); a tracked one is
+ * looked up (whatif_observe_one, which may halve the rate). Rows are
+ * counted in the total of sightings all at once.
+ */
 void whatif_observe(const struct fp *fps, const uint8_t *skip, uint64_t nrows, uint64_t row,
 		    uint64_t *pos)
 {
-	uint64_t i, p;
+	uint64_t i, p, u, lim, skipped = 0;
 
-	if (pos)
-		memset(pos, 0, nrows * sizeof(*pos));
-	if (nrows == 0 || row == 0)
+	if (nrows == 0 || row == 0) {
+		if (pos)
+			memset(pos, 0, nrows * sizeof(*pos));
 		return;
+	}
 	pthread_mutex_lock(&whatif.lock);
 	if (!whatif.slots && !whatif.failed) {
 		uint64_t first = WHATIF_FIRST_SLOTS < whatif.max_slots ? WHATIF_FIRST_SLOTS : whatif.max_slots;
 
 		whatif.failed = whatif_rehash(first) != 0;
 	}
+	if (pos && (skip || whatif.failed))
+		memset(pos, 0, nrows * sizeof(*pos));   /* skipped rows' positions are 0 */
 	if (whatif.failed)
 		goto out_unlock;
+	lim = whatif_limit();
+	u = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
 	for (i = 0; i < nrows; i++) {
-		if (i + WHATIF_PREFETCH < nrows)
-			__builtin_prefetch(&whatif.slots[whatif_key(&fps[i + WHATIF_PREFETCH]) & (whatif.cap - 1)]);
-		if (skip && skip[i])
+		if (skip && skip[i]) {
+			skipped++;
 			continue;
+		}
+		if (fps[i].lo > lim) {  /* not tracked (a zero lo is tracked, as key 1) */
+			if (pos)
+				pos[i] = u;
+			continue;
+		}
 		p = whatif_observe_one(whatif_key(&fps[i]), row);
+		lim = whatif_limit();
+		u = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
 		if (pos)
 			pos[i] = p;
 	}
+	atomic_fetch_add_explicit(&whatif.total, (nrows - skipped) * row, memory_order_relaxed);
+	atomic_store_explicit(&whatif.tracked, whatif.used, memory_order_relaxed);
 out_unlock:
 	pthread_mutex_unlock(&whatif.lock);
 }
@@ -245,12 +309,16 @@ out_unlock:
  * the served figures of one snapshot are consistent with each other.
  * Inside a bucket the repeats are taken as spread evenly over its
  * positions, up to the last position handed out (U), which no repeat can
- * lie beyond. Returns the total of the histogram (R).
+ * lie beyond. The difference between the total sightings and what the
+ * histogram and U account for (zero unless sampled) is added at every
+ * budget from one byte up, no figure going below zero. Returns the
+ * repeats so adjusted (R).
  */
 static uint64_t whatif_eval(const uint64_t *b, uint64_t *served, int n)
 {
 	uint64_t top = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
-	uint64_t cum = 0, lo, width, hi, c;
+	uint64_t cum = 0, lo, width, hi, c, total;
+	int64_t adj;
 	unsigned k;
 	int j = 0;
 
@@ -273,7 +341,14 @@ static uint64_t whatif_eval(const uint64_t *b, uint64_t *served, int n)
 	}
 	while (j < n)
 		served[j++] = cum;
-	return cum;
+	total = atomic_load_explicit(&whatif.total, memory_order_relaxed);
+	adj = (int64_t)(total - top - cum);
+	if (adj == 0 || atomic_load_explicit(&whatif.shift, memory_order_relaxed) == 0)
+		return cum;
+	for (j = 0; j < n; j++)
+		if (b[j] > 0)
+			served[j] = adj < 0 && (uint64_t)-adj > served[j] ? 0 : served[j] + (uint64_t)adj;
+	return adj < 0 && (uint64_t)-adj > cum ? 0 : cum + (uint64_t)adj;
 }
 
 uint64_t whatif_served_at(uint64_t b)
@@ -296,6 +371,9 @@ void whatif_snapshot(struct whatif_snapshot *s, uint64_t extra_budget)
 	s->unique_bytes = u;
 	s->tracked_rows = atomic_load_explicit(&whatif.tracked, memory_order_relaxed);
 	s->sampled = atomic_load_explicit(&whatif.shift, memory_order_relaxed) > 0;
+	s->sample_one_in = 1ULL << atomic_load_explicit(&whatif.shift, memory_order_relaxed);
+	s->estimate = atomic_load_explicit(&whatif.estimate, memory_order_relaxed);
+	s->table_bytes = atomic_load_explicit(&whatif.table_bytes, memory_order_relaxed) + sizeof(whatif_hist);
 	for (i = 0; i < WHATIF_POINTS && (u > 0 || i == 0); i++) {
 		uint64_t b = step * (uint64_t)i + rem * (uint64_t)i / (WHATIF_POINTS - 1);
 
@@ -329,14 +407,17 @@ void whatif_reset(void)
 	unsigned k;
 
 	pthread_mutex_init(&whatif.lock, NULL);
-	free(whatif.slots);
+	whatif_table_free(whatif.slots, whatif.cap);
 	whatif.slots = NULL;
 	whatif.cap = 0;
 	whatif.used = 0;
 	whatif.failed = 0;
 	atomic_store(&whatif.shift, 0);
 	atomic_store(&whatif.unique, 0);
+	atomic_store(&whatif.total, 0);
 	atomic_store(&whatif.tracked, 0);
+	atomic_store(&whatif.estimate, 0);
+	atomic_store(&whatif.table_bytes, 0);
 	for (k = 0; k < WHATIF_BUCKETS; k++)
 		atomic_store_explicit(&whatif_hist[k], 0, memory_order_relaxed);
 }

@@ -167,9 +167,9 @@ int report_format_json(char *buf, size_t len, const struct stats_dump *d)
 		    report_ull(ST_BYTES_REQUESTED), report_ull(ST_BYTES_H2D), report_ull(ST_BYTES_SERVED),
 		    report_ull(ST_BYTES_CAPTURED));
 	sbuf_printf(&b, ", \"rows\": {\"seen\": %llu, \"hits\": %llu, \"misses\": %llu, "
-		    "\"captured\": %llu, \"pooled\": %llu}",
+		    "\"captured\": %llu, \"pooled\": %llu, \"refused\": %llu}",
 		    report_ull(ST_ROWS_SEEN), report_ull(ST_ROWS_HITS), report_ull(ST_ROWS_MISSES),
-		    report_ull(ST_ROWS_CAPTURED), report_ull(ST_ROWS_POOLED));
+		    report_ull(ST_ROWS_CAPTURED), report_ull(ST_ROWS_POOLED), report_ull(ST_ROWS_REFUSED));
 	sbuf_printf(&b, ", \"pool\": {\"state\": \"%s\", \"budget\": %llu, \"bytes\": %llu, "
 		    "\"slabs\": %llu, \"evictions\": %llu, \"evicted_bytes\": %llu, "
 		    "\"oom_retries\": %llu, \"device_ops\": %llu, \"displaced_bytes\": %llu, "
@@ -182,8 +182,13 @@ int report_format_json(char *buf, size_t len, const struct stats_dump *d)
 	sbuf_printf(&b, ", \"gather_launches\": %llu, \"stood_down\": %s, \"stand_downs\": %llu",
 		    report_ull(ST_GATHER_LAUNCHES), atomic_load(&stats_global.stood_down) ? "true" : "false",
 		    report_ull(ST_BACKOFF_EVENTS));
-	sbuf_printf(&b, ", \"stand_asides\": %llu, \"resumes\": %llu}", report_ull(ST_LEDGER_ASIDES),
+	sbuf_printf(&b, ", \"stand_asides\": %llu, \"resumes\": %llu", report_ull(ST_LEDGER_ASIDES),
 		    report_ull(ST_LEDGER_RESUMES));
+	/* Admission on evidence (issue 16): the doorkeeper's decisions. */
+	sbuf_printf(&b, ", \"doorkeeper\": {\"engaged\": %s, \"engagements\": %llu, "
+		    "\"disengagements\": %llu}}",
+		    stats_get(ST_ADMIT_ENGAGEMENTS) > stats_get(ST_ADMIT_DISENGAGEMENTS) ? "true" : "false",
+		    report_ull(ST_ADMIT_ENGAGEMENTS), report_ull(ST_ADMIT_DISENGAGEMENTS));
 	sbuf_printf(&b, ", \"probe\": {\"decided\": %s, \"free\": %llu, \"total\": %llu, "
 		    "\"reserve\": %llu, \"margin\": %llu}",
 		    atomic_load(&stats_global.probe_decided) ? "true" : "false",
@@ -193,9 +198,11 @@ int report_format_json(char *buf, size_t len, const struct stats_dump *d)
 		    report_ull(ST_TIME_FINGERPRINT_NS), report_ull(ST_TIME_SHIM_NS), report_ull(ST_TIME_SHIM_CPU_NS));
 	whatif_snapshot(&w, stats_get(ST_POOL_BUDGET));
 	sbuf_printf(&b, ", \"whatif\": {\"unique_bytes\": %llu, \"repeat_bytes\": %llu, "
-		    "\"tracked_rows\": %llu, \"sampled\": %s, \"curve\": [",
+		    "\"tracked_rows\": %llu, \"sampled\": %s, \"sample_one_in\": %llu, \"estimate\": %s, "
+		    "\"curve\": [",
 		    (unsigned long long)w.unique_bytes, (unsigned long long)w.repeat_bytes,
-		    (unsigned long long)w.tracked_rows, w.sampled ? "true" : "false");
+		    (unsigned long long)w.tracked_rows, w.sampled ? "true" : "false",
+		    (unsigned long long)w.sample_one_in, w.estimate ? "true" : "false");
 	for (i = 0; i < w.npoints; i++)
 		sbuf_printf(&b, "%s[%llu, %llu]", i ? ", " : "", (unsigned long long)w.budget[i],
 			    (unsigned long long)w.served[i]);

@@ -136,6 +136,7 @@ static void summary_whatif(struct sbuf *b, int stood_down)
 		sbuf_line(b, "vrampool: a budget of %s would have served %.1f%% (%s of %s matched bytes)%s",
 			  log_bytes(b1, sizeof(b1), w.unique_bytes), 100.0 * (double)at_u / (double)total,
 			  log_bytes(b2, sizeof(b2), at_u), log_bytes(b3, sizeof(b3), total),
+			  w.estimate ? ", estimated from the copies sampled while pooling stood aside" :
 			  w.sampled ? ", estimated from a sample of the rows" : "");
 		return;
 	}
@@ -236,6 +237,13 @@ int report_format_summary(char *buf, size_t len, const struct stats_dump *d)
 		sbuf_line(&b, "vrampool: rows did not repeat: pooling stood down after %llu copies; "
 			  "host-side random augmentation makes every epoch unique",
 			  (unsigned long long)(matched > passed ? matched - passed : matched));
+	/* Admission on evidence (issue 16): rows kept out by the doorkeeper. */
+	if (stats_get(ST_ADMIT_ENGAGEMENTS) > 0)
+		sbuf_line(&b, "vrampool: a pass of the rows seen got no hits: rows are captured on their second "
+			  "sighting (%llu rows seen once kept out of the pool; engaged %llu times, "
+			  "disengaged %llu)", (unsigned long long)stats_get(ST_ROWS_REFUSED),
+			  (unsigned long long)stats_get(ST_ADMIT_ENGAGEMENTS),
+			  (unsigned long long)stats_get(ST_ADMIT_DISENGAGEMENTS));
 	if (layout[0] == '\0')
 		summary_suggestion(&b);
 	return (int)b.used;

@@ -7,6 +7,12 @@
  * figure's _median variant is the median pass, the plain name the best:
  *   index_bytes_per_row         host bytes of the table per pooled row (target <= 48)
  *   index_insert_ns             mean insert into a table grown from empty (growth included)
+ *   index_insert_reserved_ns    the same into a table reserved for 48 million entries (an H200's
+ *                               budget of 3 KiB rows: index_reserve), growing in place
+ *   index_insert_presized_ns    the same into a table sized for ROWS at once (no growth)
+ *   index_insert_cpu_{grown,reserved,presized}_ns  the three in thread CPU time, which counts
+ *                               the page faults of first touches too
+ *   index_reserved_bytes_per_row  host bytes in use per row of the reserved table
  *   index_lookup_hit_ns         index_lookup of a present key, one at a time
  *   index_lookup_miss_ns        index_lookup of an absent key, one at a time
  *   index_lookup_many_hit_ns    index_lookup_many in batches of 256 present keys, per key
@@ -17,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+#define H200_ROWS 48000000ull      /* 141 GiB of 3 KiB rows */
 
 #define PASSES 5
 #define BATCH 256
@@ -85,6 +93,39 @@ static void bench_lookup(const struct index *ix, const struct fp *keys, size_t n
 	qsort(per, PASSES, sizeof(double), cmp_double);
 }
 
+/* The calling thread's CPU time in nanoseconds. */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Inserts the n keys into an index made by how (0: from empty, 1: reserved
+ * for H200_ROWS, 2: sized for n); returns the mean wall and CPU time per
+ * insert and the host bytes per row. Released afterwards.
+ */
+static void bench_insert(const struct fp *keys, size_t n, int how, double *wall, double *cpu,
+			 double *bytes)
+{
+	struct index ix;
+	uint64_t t0, c0;
+
+	index_init(&ix, how == 2 ? n : 0);
+	if (how == 1 && index_reserve(&ix, H200_ROWS))
+		printf("# index_reserve refused: the reserved figures are for a table grown by moving\n");
+	t0 = now_ns();
+	c0 = cpu_ns();
+	for (size_t i = 0; i < n; i++)
+		index_insert(&ix, &keys[i], (uint64_t)i);
+	*cpu = (double)(cpu_ns() - c0) / (double)n;
+	*wall = (double)(now_ns() - t0) / (double)n;
+	*bytes = (double)index_bytes(&ix) / (double)n;
+	index_release(&ix);
+}
+
 /* Prints the best and median pass of a lookup figure. */
 static void print_passes(const char *name, const double per[PASSES])
 {
@@ -107,6 +148,7 @@ int main(int argc, char **argv)
 	size_t hits = 0, misses = 0, bhits = 0, bmisses = 0, removed;
 	uint64_t bound;
 	double ins, hit[PASSES], miss[PASSES], bhit[PASSES], bmiss[PASSES];
+	double w[3], c[3], by[3];
 
 	if (!keys || !absent || n == 0 || n > UINT32_MAX) {
 		fprintf(stderr, "bench_index: bad size or out of memory\n");
@@ -118,6 +160,8 @@ int main(int argc, char **argv)
 		absent[i].lo = rng_next(&x);
 		absent[i].hi = rng_next(&x);
 	}
+	for (int how = 0; how < 3; how++)
+		bench_insert(keys, n, how, &w[how], &c[how], &by[how]);
 	index_init(&ix, 0);
 	t0 = now_ns();
 	for (size_t i = 0; i < n; i++)
@@ -140,6 +184,12 @@ int main(int argc, char **argv)
 	       (double)ix.count / (double)ix.cap);
 	printf("index_bytes_per_row %.1f B\n", (double)index_bytes(&ix) / (double)ix.count);
 	printf("index_insert_ns %.1f ns\n", ins);
+	printf("index_insert_reserved_ns %.1f ns\n", w[1]);
+	printf("index_insert_presized_ns %.1f ns\n", w[2]);
+	printf("index_insert_cpu_grown_ns %.1f ns\n", c[0]);
+	printf("index_insert_cpu_reserved_ns %.1f ns\n", c[1]);
+	printf("index_insert_cpu_presized_ns %.1f ns\n", c[2]);
+	printf("index_reserved_bytes_per_row %.1f B\n", by[1]);
 	print_passes("index_lookup_hit_ns", hit);
 	print_passes("index_lookup_miss_ns", miss);
 	print_passes("index_lookup_many_hit_ns", bhit);

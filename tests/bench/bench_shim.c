@@ -54,7 +54,27 @@
  * are not in it):
  *   tT_hit_cpu_ns_per_row, tT_hit_cpu_minus_hash_ns, tT_served_cpu_per_xxh3,
  *   tT_served_cpu_per_memcpy
- * then hash_ns_per_row, xxh3_gbps, memcpy_gbps, hash_cpu_ns_per_row and, when the list holds
+ * and the per-row costs of issue 16, in the calling thread's CPU time with
+ * the device's time excluded (the time inside the pool's byte-moving device
+ * calls, device_gather and device_copy_dtod_many, which the benchmark is
+ * linked to wrap (-Wl,--wrap), and inside the program's own host-to-device
+ * copies, its callbacks) and less the clock reads themselves (a thread CPU
+ * clock read is a system call, about 0.6 us on a KVM guest: the cost of
+ * one is measured in the same repetition and taken off once for each read
+ * inside a copy), against hash_cpu_ns_per_row (single-thread keyed
+ * XXH3-128 of each row of the same batches, measured in the same
+ * repetition):
+ *   tT_capture_cpu_ns_per_row     epoch 1 (every row a capture), per row
+ *   tT_capture_cpu_minus_hash_ns  that less the hash (target <= 60 ns)
+ *   tT_hit_host_cpu_ns_per_row    epochs 2..E (every row a hit), per row
+ *   tT_hit_host_cpu_minus_hash_ns that less the hash (target <= 40 ns)
+ *   tT_device_cpu_ns_per_row      the device's time left out, hit epochs, per row
+ *   tT_whatif_bytes_per_row       the what-if's table and histogram per distinct row (target <= 2 at 10^6)
+ * then hash_ns_per_row, xxh3_gbps, memcpy_gbps, hash_cpu_ns_per_row,
+ * whatif_cpu_ns_per_row (whatif_observe of every row of one epoch of the
+ * same batches, fingerprinted beforehand, as the capture epoch feeds it;
+ * target <= 5 ns at 10^6 rows), clock_cpu_ns (one thread CPU clock read)
+ * and, when the list holds
  * 1 and 2, t2_per_t1 (t2_served_gbps / t1_served_gbps, paired), and
  * finally "verified ok N" (N batches read back) or "verified FAILED N".
  * Exit status: 0 verified, 1 a mismatch, 2 bad usage, 3 a device failure.
@@ -74,6 +94,7 @@
 #include "device/device.h"
 #include "pool/fingerprint.h"
 #include "pool/pool.h"
+#include "pool/whatif.h"
 #include "core/stats.h"
 
 #define MAX_REPS 32
@@ -111,12 +132,16 @@ struct bench {
 struct bench_run {
 	double hit_ns_per_row, served_gbps, ops_per_copy, hit_share, run_ns_per_row;
 	double hit_cpu_ns_per_row, served_cpu_gbps, hit_fp_ns_per_row;
+	double capture_cpu_ns_per_row, hit_host_cpu_ns_per_row, device_cpu_ns_per_row;
+	double whatif_bytes_per_row;
+	uint64_t capture_clocks, hit_clocks;    /* clock reads inside the copies timed */
 };
 
 /* The baselines of one repetition. */
 struct bench_base {
 	double hash_ns_per_row, xxh3_gbps, memcpy_gbps;
 	double hash_cpu_ns_per_row, xxh3_cpu_gbps, memcpy_cpu_gbps;
+	double whatif_cpu_ns_per_row, clock_cpu_ns;
 };
 
 /* The program's own copy, as the interposer would forward it. */
@@ -169,20 +194,63 @@ static void print_figure(const char *name, double *v, uint64_t n, const char *un
 	printf("%s_median %.3f %s\n", name, n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, unit);
 }
 
+/*
+ * The device's time on the calling thread: inside the program's own copies
+ * (the callbacks below) and the pool's byte-moving device calls (wrapped:
+ * the Makefile links this benchmark with -Wl,--wrap for them); and the
+ * clock reads those take (two each).
+ */
+static uint64_t dev_cpu, dev_clocks;
+
+int __real_device_gather(int dev, dev_ptr dst, uint64_t row, const struct dev_gather_entry *e, uint32_t n,
+			 dev_stream s);
+int __wrap_device_gather(int dev, dev_ptr dst, uint64_t row, const struct dev_gather_entry *e, uint32_t n,
+			 dev_stream s);
+int __real_device_copy_dtod_many(int dev, dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes, uint64_t count,
+				 dev_stream s);
+int __wrap_device_copy_dtod_many(int dev, dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes, uint64_t count,
+				 dev_stream s);
+
+/* Counts the device's time since c0 (two clock reads) and passes ret on. */
+static int dev_spent(uint64_t c0, int ret)
+{
+	dev_cpu += cpu_ns() - c0;
+	dev_clocks += 2;
+	return ret;
+}
+
+int __wrap_device_gather(int dev, dev_ptr dst, uint64_t row, const struct dev_gather_entry *e, uint32_t n,
+			 dev_stream s)
+{
+	uint64_t c0 = cpu_ns();
+
+	return dev_spent(c0, __real_device_gather(dev, dst, row, e, n, s));
+}
+
+int __wrap_device_copy_dtod_many(int dev, dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes, uint64_t count,
+				 dev_stream s)
+{
+	uint64_t c0 = cpu_ns();
+
+	return dev_spent(c0, __real_device_copy_dtod_many(dev, dsts, srcs, sizes, count, s));
+}
+
 static int bench_h2d_cb(void *arg, uint64_t off, uint64_t len)
 {
 	struct bench_h2d *h = arg;
+	uint64_t c0 = cpu_ns();
 	CUresult r = b_htod(h->dst + off, h->src + off, len, h->stream);
 
-	return r == CUDA_SUCCESS ? 0 : (int)r;
+	return dev_spent(c0, r == CUDA_SUCCESS ? 0 : (int)r);
 }
 
 static int bench_h2d_sync_cb(void *arg, uint64_t off, uint64_t len)
 {
 	struct bench_h2d *h = arg;
+	uint64_t c0 = cpu_ns();
 	CUresult r = b_htod_sync(h->dst + off, h->src + off, len);
 
-	return r == CUDA_SUCCESS ? 0 : (int)r;
+	return dev_spent(c0, r == CUDA_SUCCESS ? 0 : (int)r);
 }
 
 /* Fisher-Yates over order[0..n) with the generator at *s. */
@@ -255,7 +323,8 @@ static int bench_run(struct bench *b, unsigned threads, uint64_t seed, struct be
 {
 	char layout[64], budget[32], nthreads[16];
 	uint64_t v0[7], v1[7], v2[7], slot = 0, s = seed;
-	uint64_t nbatches = (b->samples + b->batch - 1) / b->batch, cpu = 0;
+	uint64_t nbatches = (b->samples + b->batch - 1) / b->batch, cpu = 0, cpu0 = 0, dev0 = 0, dev = 0;
+	uint64_t clocks0 = 0, clocks = 0;
 	static struct config cfg;
 
 	snprintf(layout, sizeof(layout), "%s%llu", b->whole ? "whole:" : "", (unsigned long long)b->row);
@@ -278,6 +347,7 @@ static int bench_run(struct bench *b, unsigned threads, uint64_t seed, struct be
 	pool_shutdown();
 	pool_setup(&cfg);
 	stats_reset(1, cfg.layout.text);
+	whatif_setup(cfg.whatif_mem);
 	fingerprint_init(threads);
 
 	for (uint64_t e = 0; e < b->epochs; e++) {
@@ -289,7 +359,7 @@ static int bench_run(struct bench *b, unsigned threads, uint64_t seed, struct be
 		for (uint64_t k = 0; k < nbatches; k++) {
 			struct bench_h2d h;
 			struct pool_request r;
-			uint64_t n, c0;
+			uint64_t n, c0, d0, k0;
 			int err;
 
 			if (b->used[slot] && verify_ring(b))
@@ -299,10 +369,15 @@ static int bench_run(struct bench *b, unsigned threads, uint64_t seed, struct be
 			r = (struct pool_request){ .dst = b->dev[slot], .src = b->staging[slot], .n = n,
 						   .row = b->whole ? n : b->row, .stream = b->stream,
 						   .h2d = bench_h2d_cb, .h2d_sync = bench_h2d_sync_cb, .arg = &h };
+			k0 = dev_clocks;
 			c0 = cpu_ns();
+			d0 = dev_cpu;
 			err = pool_copy(pool_get(0, 0), &r);
-			if (e)
-				cpu += cpu_ns() - c0;
+			c0 = cpu_ns() - c0;
+			*(e ? &cpu : &cpu0) += c0;
+			*(e ? &dev : &dev0) += dev_cpu - d0;
+			/* the two reads around the copy count one; each pair inside, one more */
+			*(e ? &clocks : &clocks0) += 1 + (dev_clocks - k0) / 2;
 			if (err) {
 				fprintf(stderr, "bench_shim: the copy failed (%d)\n", err);
 				return -1;
@@ -326,8 +401,59 @@ static int bench_run(struct bench *b, unsigned threads, uint64_t seed, struct be
 		out->ops_per_copy = copies ? (double)(v2[4] - v1[4]) / copies : 0;
 		out->hit_share = rows ? (double)(v2[2] - v1[2]) / rows : 0;
 		out->run_ns_per_row = v2[1] - v0[1] ? (double)(v2[0] - v0[0]) / (double)(v2[1] - v0[1]) : 0;
+		out->capture_cpu_ns_per_row = (double)(cpu0 - dev0) / (double)(v1[1] - v0[1]);
+		out->hit_host_cpu_ns_per_row = rows ? (double)(cpu - dev) / rows : 0;
+		out->device_cpu_ns_per_row = rows ? (double)dev / rows : 0;
+		out->capture_clocks = clocks0;
+		out->hit_clocks = clocks;
+	}
+	{
+		struct whatif_snapshot w;
+
+		whatif_snapshot(&w, 0);
+		out->whatif_bytes_per_row = (double)w.table_bytes / (double)b->samples;
 	}
 	return 0;
+}
+
+/*
+ * The what-if's cost per row: every row of one epoch of the same batches,
+ * fingerprinted beforehand, observed batch by batch (as the capture epoch
+ * feeds it), timed as a whole; and the cost of one clock read.
+ */
+static void bench_baseline_whatif(struct bench *b, uint64_t seed, struct bench_base *out)
+{
+	uint64_t nbatches = (b->samples + b->batch - 1) / b->batch, s = seed, rows = 0, c0, sink = 0;
+	struct fp *all = malloc(b->samples * sizeof(*all));
+	uint64_t *pos = malloc(b->batch * sizeof(*pos));
+
+	out->whatif_cpu_ns_per_row = 0;
+	if (all && pos) {
+		shuffle(b->order, b->samples, &s);
+		for (uint64_t k = 0; k < nbatches; k++) {
+			uint64_t n = assemble(b, k, b->staging[0]);
+
+			fingerprint_rows(b->staging[0], b->row, b->whole ? 1 : n, all + rows);
+			rows += b->whole ? 1 : n;
+		}
+		whatif_reset();
+		c0 = cpu_ns();
+		for (uint64_t i = 0; i < rows; i += b->batch) {
+			uint64_t n = rows - i < b->batch ? rows - i : b->batch;
+
+			whatif_observe(all + i, NULL, n, b->row, pos);
+			sink += pos[n - 1];
+		}
+		out->whatif_cpu_ns_per_row = (double)(cpu_ns() - c0) / (double)rows;
+		whatif_reset();
+	}
+	free(all);
+	free(pos);
+	c0 = cpu_ns();
+	for (int i = 0; i < 1000; i++)
+		sink += cpu_ns();
+	out->clock_cpu_ns = (double)(cpu_ns() - c0) / 1001;
+	__asm__ __volatile__("" : : "r"(sink));
 }
 
 /* The baselines over one epoch of the same batches, each freshly assembled. */
@@ -369,6 +495,7 @@ static void bench_baseline(struct bench *b, uint64_t seed, struct bench_base *ou
 	out->hash_cpu_ns_per_row = (double)cpu[0] / (double)rows;
 	out->xxh3_cpu_gbps = (double)bytes / (double)cpu[1];
 	out->memcpy_cpu_gbps = (double)bytes / (double)cpu[2];
+	bench_baseline_whatif(b, seed, out);
 }
 
 /* Parses "1,2" into b->threads. Returns 0 or -1. */
@@ -575,20 +702,32 @@ int main(int argc, char **argv)
 		FIGURE("hit_cpu_minus_hash_ns", "ns", x->hit_cpu_ns_per_row - y->hash_cpu_ns_per_row);
 		FIGURE("served_cpu_per_xxh3", "x", x->served_cpu_gbps / y->xxh3_cpu_gbps);
 		FIGURE("served_cpu_per_memcpy", "x", x->served_cpu_gbps / y->memcpy_cpu_gbps);
+		FIGURE("capture_cpu_ns_per_row", "ns", x->capture_cpu_ns_per_row -
+		       y->clock_cpu_ns * (double)x->capture_clocks / (double)b.samples);
+		FIGURE("capture_cpu_minus_hash_ns", "ns", x->capture_cpu_ns_per_row -
+		       y->clock_cpu_ns * (double)x->capture_clocks / (double)b.samples - y->hash_cpu_ns_per_row);
+		FIGURE("hit_host_cpu_ns_per_row", "ns", x->hit_host_cpu_ns_per_row -
+		       y->clock_cpu_ns * (double)x->hit_clocks / (double)(b.samples * (b.epochs - 1)));
+		FIGURE("hit_host_cpu_minus_hash_ns", "ns", x->hit_host_cpu_ns_per_row -
+		       y->clock_cpu_ns * (double)x->hit_clocks / (double)(b.samples * (b.epochs - 1)) -
+		       y->hash_cpu_ns_per_row);
+		FIGURE("device_cpu_ns_per_row", "ns", x->device_cpu_ns_per_row);
+		FIGURE("whatif_bytes_per_row", "B", x->whatif_bytes_per_row);
 #undef FIGURE
 	}
-	for (uint64_t r = 0; r < b.reps; r++)
-		v[r] = base[r].hash_ns_per_row;
-	print_figure("hash_ns_per_row", v, b.reps, "ns");
-	for (uint64_t r = 0; r < b.reps; r++)
-		v[r] = base[r].xxh3_gbps;
-	print_figure("xxh3_gbps", v, b.reps, "GB/s");
-	for (uint64_t r = 0; r < b.reps; r++)
-		v[r] = base[r].memcpy_gbps;
-	print_figure("memcpy_gbps", v, b.reps, "GB/s");
-	for (uint64_t r = 0; r < b.reps; r++)
-		v[r] = base[r].hash_cpu_ns_per_row;
-	print_figure("hash_cpu_ns_per_row", v, b.reps, "ns");
+#define BASE_FIGURE(field, unit)						\
+	do {								\
+		for (uint64_t r = 0; r < b.reps; r++)			\
+			v[r] = base[r].field;				\
+		print_figure(#field, v, b.reps, unit);			\
+	} while (0)
+	BASE_FIGURE(hash_ns_per_row, "ns");
+	BASE_FIGURE(xxh3_gbps, "GB/s");
+	BASE_FIGURE(memcpy_gbps, "GB/s");
+	BASE_FIGURE(hash_cpu_ns_per_row, "ns");
+	BASE_FIGURE(whatif_cpu_ns_per_row, "ns");
+	BASE_FIGURE(clock_cpu_ns, "ns");
+#undef BASE_FIGURE
 	if (t1 >= 0 && t2 >= 0) {
 		for (uint64_t r = 0; r < b.reps; r++)
 			v[r] = runs[t2][r].served_gbps / runs[t1][r].served_gbps;

@@ -100,13 +100,18 @@ if a != b:
 try:
     fake = json.load(open(run + ".fake.json"))
     got = fake.get("injected", {})
-    want = {}
+    want, first = {}, {}
     for item in filter(None, spec.split(",")):
         m = re.fullmatch(r"(\w+)([#@])(\d+)", item)
         n, once = want.get(m.group(1), (0, True))
         want[m.group(1)] = (n + 1, once and m.group(2) == "#")
+        first[m.group(1)] = min(first.get(m.group(1), 1 << 62), int(m.group(3)))
+    timing = set(os.environ.get("FAULTS_TIMING", "").split())
     for name, (n, once) in want.items():
         k = got.get(name, 0)
+        made = fake.get("calls", {}).get(name, 0)
+        if k == 0 and name in timing and made < first[name]:
+            continue    # this run made too few calls for the fault: timing, not the pool
         if (once and k != n) or k < n:
             bad.append("planned fault %s fired %d times, expected %s%d" % (name, k, "" if once else ">= ", n))
     s, r = (json.load(open(p + ".json"))["bytes"] for p in (run, ref))
@@ -128,6 +133,12 @@ sys.exit(len(bad) > 1)
 PY
 }
 export CHECK_STATS=$ROOT/tests/e2e/check_stats.py
+
+# Calls whose number depends on timing, not on the program: the pinned-
+# source check's host function is queued only when the stream still has
+# work ahead of the copy. A planned fault of one that a run did not make
+# often enough to fire is no failure; the runs that did reach it count.
+export FAULTS_TIMING="cuLaunchHostFunc"
 
 # calls NAME: "entry count" per line, the driver calls a run made.
 calls() {

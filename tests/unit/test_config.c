@@ -139,7 +139,7 @@ static void assert_defaults(const struct config *c)
 	CU_ASSERT_EQUAL(c->has_layout, 0);
 	CU_ASSERT_STRING_EQUAL(c->stats_path, "");
 	CU_ASSERT_STRING_EQUAL(c->telemetry_path, "");
-	CU_ASSERT_EQUAL(c->whatif_mem, 256ULL << 20);
+	CU_ASSERT_EQUAL(c->whatif_mem, 1ULL << 20);
 	CU_ASSERT_STRING_EQUAL(c->rank, "0");
 	CU_ASSERT_EQUAL(c->has_rank, 0);
 }
@@ -410,7 +410,7 @@ static void test_whatif_mem(void)
 	expect_good(&c, "VRAMPOOL_WHATIF_MEM", "2G");
 	CU_ASSERT_EQUAL(c.whatif_mem, 2ULL << 30);
 	expect_bad(&c, "VRAMPOOL_WHATIF_MEM", "1K", "expected a size from 16K to 1T");
-	CU_ASSERT_EQUAL(c.whatif_mem, 256ULL << 20);
+	CU_ASSERT_EQUAL(c.whatif_mem, 1ULL << 20);
 	expect_bad(&c, "VRAMPOOL_WHATIF_MEM", "lots", "expected e.g. 64M");
 }
 

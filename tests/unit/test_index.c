@@ -3,13 +3,18 @@
  * two million entries within the 48-byte-per-entry bound and the growth
  * policy, the huge-page table, bulk removal by value (remove_if), random
  * operation sequences checked against a reference, and keys that collide in
- * their low or high bits.
+ * their low or high bits; an index reserved from a budget (index_reserve)
+ * growing and shrinking in place, and no reservation under an
+ * address-space limit.
  */
 #include <CUnit/Basic.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cunit_main.h"
 #include "pool/index.h"
@@ -239,7 +244,7 @@ static size_t check_against(const struct index *ix, const struct ref *ref, size_
  * and displacement occur, and a seventh have those bits all set (homes in
  * the last slots: wraparound).
  */
-static void run_random_sequence(uint64_t seed, size_t nkeys, size_t ops)
+static void run_random_sequence(uint64_t seed, size_t nkeys, size_t ops, size_t reserve)
 {
 	struct ref *ref = calloc(nkeys, sizeof(*ref));
 	struct index ix;
@@ -248,6 +253,8 @@ static void run_random_sequence(uint64_t seed, size_t nkeys, size_t ops)
 
 	CU_ASSERT_FATAL(ref != NULL);
 	CU_ASSERT_FATAL(index_init(&ix, 0) == 0);
+	if (reserve)
+		CU_ASSERT_FATAL(index_reserve(&ix, reserve) == 0);
 	for (size_t i = 0; i < nkeys; i++) {
 		ref[i].key = random_key(&seed);
 		if (i % 3 == 0 && i < 1500)
@@ -308,9 +315,127 @@ static void run_random_sequence(uint64_t seed, size_t nkeys, size_t ops)
 
 static void test_random_sequences_match_a_reference(void)
 {
-	run_random_sequence(21, 64, 20000);         /* a tiny table, many growths and shrinks */
-	run_random_sequence(22, 3000, 200000);
-	run_random_sequence(23, 40000, 300000);
+	run_random_sequence(21, 64, 20000, 0);         /* a tiny table, many growths and shrinks */
+	run_random_sequence(22, 3000, 200000, 0);
+	run_random_sequence(23, 40000, 300000, 0);
+	/* the same inside a reservation: growth, shrinking and longer tails in place */
+	run_random_sequence(24, 64, 20000, 64);
+	run_random_sequence(25, 3000, 200000, 3000);
+	run_random_sequence(26, 40000, 300000, 40000);
+}
+
+/*
+ * Reserved for an H200's budget of 3 KiB rows, the table starts at
+ * IX_PRESIZE_ENTRIES and grows to two million entries inside the
+ * reservation: the array never moves, every entry stays, and the memory in
+ * use follows the entries, not the reservation.
+ */
+static void test_reserved_grows_in_place(void)
+{
+	struct index ix;
+	uint64_t seed = 71, v;
+	struct fp *keys = malloc(2000000 * sizeof(*keys));
+	void *slots;
+	size_t wrong = 0, over = 0, growths = 0, cap;
+
+	CU_ASSERT_FATAL(keys != NULL);
+	CU_ASSERT_FATAL(index_init(&ix, 0) == 0);
+	CU_ASSERT_FATAL(index_reserve(&ix, 48000000) == 0);
+	CU_ASSERT(ix.reserved && ix.mapped);
+	CU_ASSERT(ix.cap * 7 >= (size_t)IX_PRESIZE_ENTRIES * 8 && ix.cap < 2 * IX_PRESIZE_ENTRIES);
+	CU_ASSERT(ix.room >= 48000000ull * 8 / 7);
+	CU_ASSERT(index_bytes(&ix) < (4u << 20));
+	slots = ix.slots;
+	for (size_t i = 0; i < 2000000; i++) {
+		keys[i] = random_key(&seed);
+		cap = ix.cap;
+		wrong += index_insert(&ix, &keys[i], i) != 0;
+		growths += ix.cap != cap;
+		/* growth doubles in a reservation: at most 24 / (7/16) bytes and the tail */
+		over += index_bytes(&ix) > 60 * (i + 1) && i > IX_PRESIZE_ENTRIES;
+	}
+	CU_ASSERT(ix.slots == slots);
+	CU_ASSERT(growths >= 4);
+	CU_ASSERT_EQUAL(over, 0);
+	for (size_t i = 0; i < 2000000; i++)
+		wrong += index_lookup(&ix, &keys[i], &v) != 0 || v != i;
+	CU_ASSERT_EQUAL(wrong, 0);
+	index_release(&ix);
+	CU_ASSERT(ix.slots == NULL && index_bytes(&ix) == 0);
+	free(keys);
+}
+
+/*
+ * Removing entries from a reserved table shrinks it in place (the pages
+ * past it go back to the system); emptied, it keeps the reservation and
+ * takes entries again; reserving again with a smaller bound (a latched
+ * budget) keeps it; entries present when it is reserved move in.
+ */
+static void test_reserved_shrinks_in_place(void)
+{
+	struct filled f;
+	struct range most = { 0, 290000 }, all = { 0, UINT32_MAX };
+	size_t wrong = 0, bytes;
+	void *slots;
+	uint64_t v;
+
+	fill(&f, 300000, 81);
+	CU_ASSERT_FATAL(index_reserve(&f.ix, 1000000) == 0);
+	CU_ASSERT(f.ix.reserved);
+	slots = f.ix.slots;
+	for (size_t i = 0; i < f.n; i++)
+		wrong += index_lookup(&f.ix, &f.keys[i], &v) != 0 || v != (uint64_t)i;
+	CU_ASSERT_EQUAL(index_reserve(&f.ix, 500000), 0);
+	CU_ASSERT(f.ix.slots == slots);
+	bytes = index_bytes(&f.ix);
+	CU_ASSERT(index_remove_if(&f.ix, in_range, &most) == 290000);
+	CU_ASSERT(f.ix.slots == slots && f.ix.reserved);
+	CU_ASSERT(index_bytes(&f.ix) < bytes / 10);
+	CU_ASSERT(index_bytes(&f.ix) <= IX_TEST_MAX_BYTES * f.ix.count + 4096);
+	for (size_t i = 0; i < f.n; i++) {
+		int rc = index_lookup(&f.ix, &f.keys[i], &v);
+
+		wrong += i < most.hi ? rc != -ENOENT : rc != 0 || v != (uint64_t)i;
+	}
+	CU_ASSERT(index_remove_if(&f.ix, in_range, &all) == 10000);
+	CU_ASSERT(f.ix.count == 0 && f.ix.cap == 0 && index_bytes(&f.ix) == 0 && f.ix.slots == slots);
+	for (size_t i = 0; i < 1000; i++)
+		wrong += index_insert(&f.ix, &f.keys[i], i) != 0;
+	for (size_t i = 0; i < 1000; i++)
+		wrong += index_lookup(&f.ix, &f.keys[i], &v) != 0 || v != i;
+	CU_ASSERT(f.ix.slots == slots);
+	CU_ASSERT_EQUAL(wrong, 0);
+	index_release(&f.ix);
+	free(f.keys);
+}
+
+/*
+ * Under an address-space limit (RLIMIT_AS, as batch schedulers set) the
+ * reservation would count against the program's own: nothing is reserved,
+ * and the index keeps working by moving into new allocations.
+ */
+static void test_no_reservation_under_an_address_space_limit(void)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = { RLIM_INFINITY - 1, RLIM_INFINITY - 1 };
+		struct index ix;
+		struct fp k = { 5, 6 };
+		uint64_t v = 0;
+		int bad;
+
+		if (setrlimit(RLIMIT_AS, &rl) != 0)
+			_exit(2);
+		bad = index_init(&ix, 0) != 0 || index_reserve(&ix, 1000000) != -ENOMEM || ix.reserved ||
+		      index_insert(&ix, &k, 7) != 0 || index_lookup(&ix, &k, &v) != 0 || v != 7;
+		index_release(&ix);
+		_exit(bad);
+	}
+	CU_ASSERT(waitpid(pid, &status, 0) == pid);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 static void test_keys_with_colliding_low_bits_still_work(void)
@@ -547,6 +672,12 @@ static const CU_TestInfo tests[] = {
 	  test_batch_lookup_matches_single_lookups },
 	{ "the table grows by half, and only when one more entry would pass 7/8",
 	  test_growth_is_by_half_at_seven_eighths },
+	{ "reserved for an H200's budget, the table grows in place to two million entries",
+	  test_reserved_grows_in_place },
+	{ "a reserved table shrinks in place, keeps its reservation emptied and under a smaller bound",
+	  test_reserved_shrinks_in_place },
+	{ "under an address-space limit nothing is reserved and the index still works",
+	  test_no_reservation_under_an_address_space_limit },
 	{ "a table of 2 MiB or more is a 2 MiB-aligned huge-page mapping and works",
 	  test_a_large_table_is_a_huge_page_mapping_and_works },
 	CU_TEST_INFO_NULL,

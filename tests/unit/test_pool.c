@@ -1,6 +1,6 @@
 /*
  * Unit tests of the pool: capture at delivery, gather of hits, the budget
- * and its arithmetic, eviction. They run the real pool over the emulated
+ * and its arithmetic, eviction, admission on evidence (the doorkeeper). They run the real pool over the emulated
  * device (scripts/test.sh sets LD_LIBRARY_PATH=build/fakecuda), with the
  * driver API standing in for the program's own host-to-device copies.
  */
@@ -15,6 +15,7 @@
 #include "device/device.h"
 #include "pool/fingerprint.h"
 #include "pool/backoff.h"
+#include "pool/doorkeeper.h"
 #include "pool/pool.h"
 #include "core/stats.h"
 
@@ -409,6 +410,112 @@ static void test_backoff_and_return(void)
 	CU_ASSERT(stats_get(ST_TIME_FINGERPRINT_NS) > before);
 }
 
+/* Copies the rows first..first+n-1 in copies of 64 rows. */
+static void t_stream(uint32_t first, uint32_t n)
+{
+	uint32_t ids[64];
+
+	for (uint32_t c = 0; c < n; c += 64) {
+		uint32_t m = n - c < 64 ? n - c : 64;
+
+		t_ids(ids, m, first + c, 1);
+		t_copy_rows(ids, m, ROW, 0);
+	}
+}
+
+#define T_FIRST_PASS (4 * MIB)   /* the doorkeeper's first pass in these tests */
+
+/*
+ * Augmented rows (never repeating) with room in the pool: after a first
+ * pass without a hit the doorkeeper engages and no new row is captured
+ * while the pool still has room; rows seen a second time are captured
+ * and, once one in four rows not pooled comes back, capture on first
+ * sight resumes.
+ */
+static void test_doorkeeper_keeps_augmented_rows_out(void)
+{
+	uint64_t captured, refused, rows = T_FIRST_PASS / ROW + 64;
+
+	doorkeeper_set_first_pass_for_tests(T_FIRST_PASS);
+	t_config((const char *[]){ "VRAMPOOL_LAYOUT", "3072", "VRAMPOOL_BUDGET", "64M",
+				   "VRAMPOOL_SLAB", "1M", NULL });
+	t_stream(1000000, (uint32_t)rows);
+	CU_ASSERT_EQUAL_FATAL(stats_get(ST_ADMIT_ENGAGEMENTS), 1);
+	captured = stats_get(ST_ROWS_CAPTURED);
+	refused = stats_get(ST_ROWS_REFUSED);
+	CU_ASSERT(captured >= T_FIRST_PASS / ROW && captured <= rows);
+	/* 5000 more fresh rows: none captured, all refused, the pool keeps its room */
+	t_stream(2000000, 5000);
+	CU_ASSERT_EQUAL(stats_get(ST_ROWS_CAPTURED), captured);
+	CU_ASSERT_EQUAL(stats_get(ST_ROWS_REFUSED), refused + 5000);
+	CU_ASSERT_EQUAL(stats_state(), POOL_ACTIVE);
+	CU_ASSERT(stats_get(ST_POOL_BYTES) < 64 * MIB);
+	CU_ASSERT_EQUAL(stats_get(ST_ADMIT_DISENGAGEMENTS), 0);
+	/* the same 5000 again: a second sighting each, captured; rows repeat: disengaged */
+	t_stream(2000000, 5000);
+	CU_ASSERT(stats_get(ST_ROWS_CAPTURED) >= captured + 5000 * 99 / 100);
+	CU_ASSERT_EQUAL(stats_get(ST_ADMIT_DISENGAGEMENTS), 1);
+	/* and a third time they are served */
+	captured = stats_get(ST_ROWS_HITS);
+	t_stream(2000000, 5000);
+	CU_ASSERT(stats_get(ST_ROWS_HITS) - captured >= 5000 * 99 / 100);
+	/* disengaged, a fresh row is captured on first sight again */
+	captured = stats_get(ST_ROWS_CAPTURED);
+	t_stream(3000000, 64);
+	CU_ASSERT_EQUAL(stats_get(ST_ROWS_CAPTURED), captured + 64);
+	doorkeeper_set_first_pass_for_tests(0);
+}
+
+/*
+ * Copies epoch e of the samples 1..n (reshuffled: strides 1, 17, 19) in
+ * copies of 64 rows; returns the host-to-device bytes.
+ */
+static uint64_t t_epoch(uint32_t *ids, uint32_t n, uint32_t e)
+{
+	uint64_t sent = 0;
+
+	t_ids(ids, n, 1, e ? 15 + 2 * e : 1);
+	for (uint32_t c = 0; c < n; c += 64)
+		sent += t_copy_rows(ids + c, n - c < 64 ? n - c : 64, ROW, 0);
+	return sent;
+}
+
+/*
+ * Epoch 2 keeps its hits: a dataset smaller than the first pass, seen in
+ * reshuffled epochs, is served from epoch 2 and engages nothing; one
+ * larger than the first pass engages in epoch 1, has the rest of epoch 1
+ * captured in epoch 2 and is served whole from epoch 3.
+ */
+static void test_doorkeeper_spares_epoch_two(void)
+{
+	uint32_t ids[2 * T_FIRST_PASS / ROW];
+	uint64_t sent;
+	uint32_t n = T_FIRST_PASS / ROW / 2;
+
+	doorkeeper_set_first_pass_for_tests(T_FIRST_PASS);
+	t_config((const char *[]){ "VRAMPOOL_LAYOUT", "3072", "VRAMPOOL_BUDGET", "64M",
+				   "VRAMPOOL_SLAB", "1M", NULL });
+	for (uint32_t e = 0; e < 3; e++) {
+		sent = t_epoch(ids, n, e);
+		CU_ASSERT_EQUAL(sent, e ? 0 : (uint64_t)n * ROW);
+	}
+	CU_ASSERT_EQUAL(stats_get(ST_ADMIT_ENGAGEMENTS), 0);
+
+	n = 2 * T_FIRST_PASS / ROW;
+	t_config((const char *[]){ "VRAMPOOL_LAYOUT", "3072", "VRAMPOOL_BUDGET", "64M",
+				   "VRAMPOOL_SLAB", "1M", NULL });
+	for (uint32_t e = 0; e < 3; e++) {
+		sent = t_epoch(ids, n, e);
+		if (e == 1)     /* the rows of epoch 1 after the first pass cross again */
+			CU_ASSERT(sent >= (uint64_t)(n - T_FIRST_PASS / ROW - 64) * ROW && sent < (uint64_t)n * ROW);
+		if (e == 2)
+			CU_ASSERT(sent <= (uint64_t)n * ROW / 100);
+	}
+	CU_ASSERT_EQUAL(stats_get(ST_ADMIT_ENGAGEMENTS), 1);
+	CU_ASSERT_EQUAL(stats_get(ST_ADMIT_DISENGAGEMENTS), 1);
+	doorkeeper_set_first_pass_for_tests(0);
+}
+
 /* A dry run: fingerprints only, no device memory, no device work of its own. */
 static void test_dry_run(void)
 {
@@ -499,6 +606,10 @@ static const CU_TestInfo tests[] = {
 	{ "with one priority a full pool displaces nothing", test_one_priority_no_displacement },
 	{ "rows that never repeat make a full pool stand down, and repeats bring it back",
 	  test_backoff_and_return },
+	{ "augmented rows with room in the pool are never captured after the doorkeeper engages, "
+	  "and capture on first sight resumes when rows repeat", test_doorkeeper_keeps_augmented_rows_out },
+	{ "a dataset within the first pass keeps epoch 2's hits; a larger one is served from epoch 3",
+	  test_doorkeeper_spares_epoch_two },
 	{ "a dry run allocates nothing and issues no device work of its own", test_dry_run },
 	{ "a synchronous copy is complete when the pool returns, hits included", test_sync_copy },
 	CU_TEST_INFO_NULL,

@@ -35,8 +35,16 @@
 static char tmpdir[64];
 static struct config cfg;
 
+/*
+ * The signal tests need the default dispositions the shim takes over: a
+ * shell that starts this suite in the background (no job control) leaves
+ * SIGINT and SIGQUIT ignored, and a child would then wait for ever.
+ */
 static int suite_init(void)
 {
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
 	strcpy(tmpdir, "/tmp/vrampool-test-report-XXXXXX");
 	return mkdtemp(tmpdir) == NULL;
 }

@@ -192,6 +192,11 @@ static void test_json_keys(void)
 	CU_ASSERT_EQUAL(json_int_at(root, "copies", "stood_down"), 1000 + ST_STOOD_DOWN_CALLS);
 	CU_ASSERT_EQUAL(json_int_at(root, "pool", "stand_downs"), 1000 + ST_BACKOFF_EVENTS);
 	CU_ASSERT_EQUAL(json_int_at(root, "pool", "gather_launches"), 1000 + ST_GATHER_LAUNCHES);
+	CU_ASSERT_EQUAL(json_int_at(root, "rows", "refused"), 1000 + ST_ROWS_REFUSED);
+	CU_ASSERT_EQUAL(json_int_at(json_object_get(root, "pool"), "doorkeeper", "engagements"),
+			1000 + ST_ADMIT_ENGAGEMENTS);
+	CU_ASSERT_EQUAL(json_int_at(json_object_get(root, "pool"), "doorkeeper", "disengagements"),
+			1000 + ST_ADMIT_DISENGAGEMENTS);
 	json_decref(root);
 }
 
@@ -225,9 +230,14 @@ static void test_json_every_key_null_where_unknown(void)
 	/* dormant: the reason is never missing */
 	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "reason"), "no copy matched the layout");
 	pool = json_object_get(root, "pool");
-	CU_ASSERT_EQUAL(json_object_size(pool), 17);
+	CU_ASSERT_EQUAL(json_object_size(pool), 18);
 	CU_ASSERT(json_is_null(json_object_get(pool, "gather")));
 	CU_ASSERT(json_is_false(json_object_get(pool, "stood_down")));
+	/* admission on evidence (issue 16) */
+	CU_ASSERT_EQUAL(json_object_size(json_object_get(pool, "doorkeeper")), 3);
+	CU_ASSERT(json_is_false(json_object_get(json_object_get(pool, "doorkeeper"), "engaged")));
+	CU_ASSERT_EQUAL(json_int_at(pool, "doorkeeper", "engagements"), 0);
+	CU_ASSERT_EQUAL(json_int_at(root, "rows", "refused"), 0);
 	CU_ASSERT_EQUAL(json_object_size(json_object_get(root, "copies")), 10);
 	/* the cost ledger: its mode, no stated link, no spec met yet */
 	CU_ASSERT_STRING_EQUAL(json_str_at(root, "ledger", "mode"), "on");
@@ -236,11 +246,13 @@ static void test_json_every_key_null_where_unknown(void)
 	CU_ASSERT(json_is_integer(json_object_get(json_object_get(root, "time_ns"), "shim_cpu")));
 	CU_ASSERT_EQUAL(json_object_size(json_object_get(json_object_get(root, "copies"), "passthrough_reasons")), 9);
 	w = json_object_get(root, "whatif");
-	CU_ASSERT_EQUAL(json_object_size(w), 5);
+	CU_ASSERT_EQUAL(json_object_size(w), 7);
 	CU_ASSERT_EQUAL(json_int_at(w, NULL, "unique_bytes"), 0);
 	CU_ASSERT_EQUAL(json_int_at(w, NULL, "repeat_bytes"), 0);
 	CU_ASSERT_EQUAL(json_int_at(w, NULL, "tracked_rows"), 0);
 	CU_ASSERT(json_is_false(json_object_get(w, "sampled")));
+	CU_ASSERT_EQUAL(json_int_at(w, NULL, "sample_one_in"), 1);
+	CU_ASSERT(json_is_false(json_object_get(w, "estimate")));
 	curve = json_object_get(w, "curve");
 	CU_ASSERT_EQUAL(json_array_size(curve), 1);
 	CU_ASSERT_EQUAL(json_integer_value(json_array_get(json_array_get(curve, 0), 0)), 0);
@@ -444,6 +456,17 @@ static void test_summary_auto_and_stood_down(void)
 	atomic_store(&stats_global.stood_down, 1);
 	s = summary();
 	CU_ASSERT(strstr(s, "rows did not repeat") != NULL);
+	CU_ASSERT(strstr(s, "second sighting") == NULL);
+	free(s);
+	/* admission on evidence (issue 16): the doorkeeper says what it kept out */
+	stats_reset(1, "3072");
+	stats_add(ST_ADMIT_ENGAGEMENTS, 2);
+	stats_add(ST_ADMIT_DISENGAGEMENTS, 1);
+	stats_add(ST_ROWS_REFUSED, 5000);
+	s = summary();
+	CU_ASSERT(strstr(s, "vrampool: a pass of the rows seen got no hits: rows are captured on their second "
+			 "sighting (5000 rows seen once kept out of the pool; engaged 2 times, disengaged 1)\n")
+		  != NULL);
 	free(s);
 }
 

@@ -3,8 +3,10 @@
  * (a simulation of fill-until-full admission in first-seen order), under
  * reshuffle and under skewed reuse, fed by misses (whatif_observe) and by
  * pool hits (whatif_repeat), exact below the memory cap and sampled past
- * it, from several threads at once.
+ * it, from several threads at once; and the sampled curve against the
+ * exact one on traces of 10^6 rows (reshuffled epochs, Zipf, a scan).
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,10 +30,13 @@ static uint64_t splitmix64(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
+/* Stands for the process's secret key: another salt, other fingerprints for the same rows. */
+static uint64_t fp_salt;
+
 /* The fingerprint of row id: what the shim's keyed hash would give, random-looking. */
 static struct fp row_fp(uint64_t id)
 {
-	uint64_t s = id * 2 + 1;
+	uint64_t s = id * 2 + 1 + fp_salt;
 	struct fp f;
 
 	f.lo = splitmix64(&s);
@@ -355,6 +360,189 @@ static void test_huge_positions(void)
 	CU_ASSERT_EQUAL(whatif_served_at(UINT64_MAX), (1ULL << 62) + 1);
 }
 
+/*
+ * The exact curve of a trace: each sighting's first-seen position (unique
+ * bytes up to and including it), the repeats' positions sorted, so that
+ * served(B) is the repeats at positions up to B.
+ */
+struct exact_curve {
+	uint64_t *rep;          /* positions of the repeat sightings, sorted */
+	uint64_t nrep, unique;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void exact_build(struct exact_curve *c, const uint64_t *ids, uint64_t n, uint64_t nids)
+{
+	uint64_t *pos = calloc(nids, sizeof(*pos)), i;
+
+	c->rep = malloc(n * sizeof(*c->rep));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pos);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c->rep);
+	c->nrep = c->unique = 0;
+	for (i = 0; i < n; i++) {
+		if (pos[ids[i]] == 0) {
+			c->unique += ROW;
+			pos[ids[i]] = c->unique;
+		} else {
+			c->rep[c->nrep++] = pos[ids[i]];
+		}
+	}
+	qsort(c->rep, c->nrep, sizeof(*c->rep), cmp_u64);
+	free(pos);
+}
+
+/* Bytes the exact curve serves with budget b. */
+static uint64_t exact_served(const struct exact_curve *c, uint64_t b)
+{
+	uint64_t lo = 0, hi = c->nrep;
+
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (c->rep[mid] <= b)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo * ROW;
+}
+
+/*
+ * Feeds the trace to the module at its default memory and checks every
+ * point of the sampled curve against the exact curve at the same budget:
+ * within 2 percentage points of the matched bytes. Returns the largest
+ * deviation (in points).
+ */
+static double check_sampled_trace(const char *name, const uint64_t *ids, uint64_t n, uint64_t nids)
+{
+	struct exact_curve c;
+	struct whatif_snapshot s;
+	double worst = 0, matched = (double)(n * ROW);
+	int k;
+
+	exact_build(&c, ids, n, nids);
+	whatif_setup(0);
+	observe_ids(ids, n, NULL);
+	whatif_snapshot(&s, 0);
+	check_shape(&s);
+	CU_ASSERT_TRUE(s.sampled);
+	CU_ASSERT(s.sample_one_in > 1);
+	CU_ASSERT(s.table_bytes <= 2 * n);      /* at most 2 bytes per row */
+	CU_ASSERT(near((double)s.unique_bytes, (double)c.unique, 0.02, matched));
+	CU_ASSERT(near((double)(s.unique_bytes + s.repeat_bytes), matched, 0.02, matched));
+	for (k = 0; k < s.npoints; k++) {
+		double d = fabs((double)s.served[k] - (double)exact_served(&c, s.budget[k])) / matched;
+
+		worst = d > worst ? d : worst;
+	}
+	fprintf(stdout, "\n  %s: %llu rows, one in %llu tracked, %llu table bytes, worst %.2f points ",
+		name, (unsigned long long)n, (unsigned long long)s.sample_one_in,
+		(unsigned long long)s.table_bytes, 100 * worst);
+	CU_ASSERT(worst <= 0.02);
+	free(c.rep);
+	return worst;
+}
+
+#define TRACE_ROWS 1000000ULL
+
+/* 250,000 rows seen in 4 reshuffled epochs. */
+static void test_sampled_reshuffled_epochs(void)
+{
+	uint64_t *ids = epochs(TRACE_ROWS / 4, 4, 2024);
+
+	check_sampled_trace("reshuffled epochs", ids, TRACE_ROWS, TRACE_ROWS / 4);
+	free(ids);
+}
+
+/*
+ * 10^6 sightings of rows drawn from a Zipf law (s = 1) over 10^6 rows, with
+ * three secrets: the most frequent row is 7% of the sightings, so whether
+ * it is tracked moves the sample's total by up to half of it; the total
+ * counted exactly puts that right.
+ */
+static void test_sampled_zipf(void)
+{
+	const uint64_t nids = TRACE_ROWS;
+	double *cdf = malloc(nids * sizeof(*cdf)), sum = 0;
+	uint64_t *ids = malloc(TRACE_ROWS * sizeof(*ids)), seed = 77, i;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cdf);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ids);
+	for (i = 0; i < nids; i++)
+		cdf[i] = sum += 1.0 / (double)(i + 1);
+	for (i = 0; i < TRACE_ROWS; i++) {
+		double u = (double)(splitmix64(&seed) >> 11) / 9007199254740992.0 * sum;
+		uint64_t lo = 0, hi = nids - 1;
+
+		while (lo < hi) {
+			uint64_t mid = lo + (hi - lo) / 2;
+
+			if (cdf[mid] < u)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		ids[i] = lo;
+	}
+	for (fp_salt = 0; fp_salt < 3ULL << 40; fp_salt += 1ULL << 40)
+		check_sampled_trace("zipf", ids, TRACE_ROWS, nids);
+	fp_salt = 0;
+	free(cdf);
+	free(ids);
+}
+
+/*
+ * A loop of 200,000 rows read three times in the same order, with a scan
+ * of 400,000 rows seen once between its first and second pass.
+ */
+static void test_sampled_scan(void)
+{
+	const uint64_t loop = 200000, scan = 400000;
+	uint64_t *ids = malloc(TRACE_ROWS * sizeof(*ids)), n = 0, i;
+	int pass;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ids);
+	for (pass = 0; pass < 3; pass++) {
+		for (i = 0; i < loop; i++)
+			ids[n++] = i;
+		for (i = 0; pass == 0 && i < scan; i++)
+			ids[n++] = loop + i;
+	}
+	CU_ASSERT_EQUAL_FATAL(n, TRACE_ROWS);
+	check_sampled_trace("scan", ids, TRACE_ROWS, loop + scan);
+	free(ids);
+}
+
+/* A spec that stands aside marks the curve an estimate until reset. */
+static void test_estimate_mark(void)
+{
+	struct whatif_snapshot s;
+	struct fp f = row_fp(5);
+
+	whatif_setup(0);
+	whatif_observe(&f, NULL, 1, ROW, NULL);
+	whatif_snapshot(&s, 0);
+	CU_ASSERT_FALSE(s.estimate);
+	CU_ASSERT_FALSE(s.sampled);
+	CU_ASSERT_EQUAL(s.sample_one_in, 1);
+	whatif_set_estimate(0);
+	whatif_snapshot(&s, 0);
+	CU_ASSERT_FALSE(s.estimate);
+	whatif_set_estimate(1);
+	whatif_set_estimate(0);         /* the mark stays: the curve is cumulative */
+	whatif_snapshot(&s, 0);
+	CU_ASSERT_TRUE(s.estimate);
+	whatif_reset();
+	whatif_snapshot(&s, 0);
+	CU_ASSERT_FALSE(s.estimate);
+}
+
 #define OBS_THREADS 4
 #define OBS_ROWS 20000
 
@@ -404,6 +592,12 @@ static const CU_TestInfo tests[] = {
 	{ "an empty module has one point, skipped rows count nothing", test_empty_and_skipped },
 	{ "positions near 2^64 fall in the top buckets", test_huge_positions },
 	{ "threads observing the same rows count each once as unique", test_threads },
+	{ "sampled, 10^6 rows in reshuffled epochs stay within 2 points of the exact curve",
+	  test_sampled_reshuffled_epochs },
+	{ "sampled, 10^6 Zipf rows stay within 2 points of the exact curve", test_sampled_zipf },
+	{ "sampled, a loop with a scan of 10^6 rows stays within 2 points of the exact curve",
+	  test_sampled_scan },
+	{ "a spec standing aside marks the curve an estimate until reset", test_estimate_mark },
 	CU_TEST_INFO_NULL,
 };
 
