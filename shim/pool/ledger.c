@@ -120,6 +120,14 @@ static void ledger_window_reset(struct ledger *l)
 	l->win_full = 0;
 }
 
+/* Starts the sample's judgement afresh. */
+static void ledger_sample_reset(struct ledger *l)
+{
+	l->smp_copies = 0;
+	l->smp_rows = l->smp_hits = 0;
+	l->smp_cost_ns = l->smp_cost_rows = 0;
+}
+
 /* Stands aside on the verdict just judged (unless forced to pool). */
 static enum ledger_event ledger_stand_aside(struct ledger *l, struct ledger_tally *t, enum ledger_mode mode)
 {
@@ -130,8 +138,7 @@ static enum ledger_event ledger_stand_aside(struct ledger *l, struct ledger_tall
 	if (l->resumed && l->flips < LEDGER_FLIPS_MAX)
 		l->flips++;
 	l->state = LEDGER_ASIDE;
-	l->smp_copies = 0;
-	l->smp_rows = l->smp_hits = 0;
+	ledger_sample_reset(l);
 	tally_add(&t->stand_asides, 1);
 	atomic_fetch_add_explicit(&t->aside, 1, memory_order_relaxed);
 	ledger_publish(t, l);
@@ -151,18 +158,8 @@ static void ledger_tally_copy(struct ledger_tally *t, const struct ledger_copy *
 	tally_add(&t->calls_added, c->calls_added);
 }
 
-/* The median of a, b and c. */
-static double ledger_median3(double a, double b, double c)
-{
-	if (a > b)
-		return b > c ? b : a > c ? c : a;
-	return a > c ? a : b > c ? c : b;
-}
-
-_Static_assert(LEDGER_PRIOR_COPIES == 3, "the prior is the median of three copies");
-
 /*
- * The prior, at the spec's LEDGER_PRIOR_COPIES-th copy: the median host
+ * The prior, at the spec's LEDGER_PRIOR_COPIES-th copy: the least host
  * time per row of its first copies against the stated link or else a slow
  * one (a measurement this early comes from a few copies, if any). Returns
  * whether it stands aside.
@@ -170,9 +167,12 @@ _Static_assert(LEDGER_PRIOR_COPIES == 3, "the prior is the median of three copie
 static int ledger_prior(struct ledger *l, const struct ledger_link *link)
 {
 	struct ledger_link slow = { LEDGER_SLOW_GBPS, LEDGER_LINK_ASSUMED };
+	double least = l->prior_ns[0];
 
-	ledger_judge(l, LEDGER_BASIS_PRIOR, ledger_median3(l->prior_ns[0], l->prior_ns[1], l->prior_ns[2]),
-		     link->source == LEDGER_LINK_STATED ? link : &slow, 1.0);
+	for (int i = 1; i < LEDGER_PRIOR_COPIES; i++)
+		if (l->prior_ns[i] < least)
+			least = l->prior_ns[i];
+	ledger_judge(l, LEDGER_BASIS_PRIOR, least, link->source == LEDGER_LINK_STATED ? link : &slow, 1.0);
 	return l->last.aside;
 }
 
@@ -257,47 +257,54 @@ void ledger_count_aside(struct ledger_tally *t, uint64_t n, uint64_t row)
 	tally_add(&t->aside_bytes, n);
 }
 
-enum ledger_event ledger_aside(struct ledger *l, struct ledger_tally *t, uint64_t n, uint64_t row,
-			       int sampled, uint64_t rows, uint64_t hits, int can_admit,
+enum ledger_event ledger_aside(struct ledger *l, struct ledger_tally *t, const struct ledger_sample *s,
 			       const struct ledger_link *link)
 {
 	uint64_t scale = 1ULL << l->flips;
 	double share, cost = l->last.host_ns;
-	int hashing;
+	int hashing = l->last.hashing;
 
-	ledger_count_aside(t, n, row);
-	if (!sampled || l->state != LEDGER_ASIDE)
+	ledger_count_aside(t, s->bytes, s->row);
+	if (!s->sampled || l->state != LEDGER_ASIDE)
 		return LEDGER_EV_NONE;
 	tally_add(&t->sampled, 1);
-	l->row = row;
+	l->row = s->row;
 	l->smp_copies++;
-	if (can_admit) {
+	if (s->can_admit) {
 		/* Every row can still come back: the whole link time is at stake. */
 		l->smp_rows = l->smp_hits = 0;
 	} else {
-		l->smp_rows += rows;
-		l->smp_hits += hits;
+		l->smp_rows += s->rows;
+		l->smp_hits += s->hits;
+	}
+	if (s->cpu_ns && s->rows) {
+		l->smp_cost_ns += s->cpu_ns;
+		l->smp_cost_rows += s->rows;
 	}
 	if (l->smp_copies < LEDGER_RESUME_COPIES * scale ||
-	    (!can_admit && l->smp_rows < LEDGER_RESUME_ROWS * scale))
+	    (!s->can_admit && l->smp_rows < LEDGER_RESUME_ROWS * scale))
 		return LEDGER_EV_NONE;
-	share = can_admit ? 1.0 : (double)l->smp_hits / (double)l->smp_rows;
-	l->smp_copies = 0;
-	l->smp_rows = l->smp_hits = 0;
+	share = s->can_admit ? 1.0 : (double)l->smp_hits / (double)l->smp_rows;
+	/* The sample's hash and look-up stand for a cost of that kind only. */
+	if (l->smp_cost_rows && (l->last.basis == LEDGER_BASIS_PRIOR || l->last.hashing)) {
+		cost = (double)l->smp_cost_ns / (double)l->smp_cost_rows;
+		hashing = 1;
+	}
+	ledger_sample_reset(l);
 	if (!ledger_link_known(link)) {
-		/* Nothing newer than what the verdict was judged on, unless the share of hits. */
-		if (can_admit)
+		/* Nothing newer than the verdict's link: judge again only on a new share or cost. */
+		if (s->can_admit && cost == l->last.host_ns)
 			return LEDGER_EV_NONE;
 		link = &l->last.link;
 	}
-	if (!(cost * LEDGER_RESUME_MARGIN < ledger_row_ns(row, link) * share)) {
-		hashing = l->last.hashing;
+	if (!(cost * LEDGER_RESUME_MARGIN < ledger_row_ns(s->row, link) * share)) {
 		ledger_judge(l, LEDGER_BASIS_SAMPLE, cost, link, share);
 		l->last.hashing = hashing;
 		ledger_publish(t, l);
 		return LEDGER_EV_NONE;
 	}
 	ledger_judge(l, LEDGER_BASIS_SAMPLE, cost, link, share);
+	l->last.hashing = hashing;
 	l->last.aside = 0;
 	l->state = LEDGER_POOLING;
 	l->resumed = 1;
@@ -439,7 +446,8 @@ char *ledger_reason(const struct ledger_view *v, char *buf, size_t len)
 	ledger_ns_text(saved, sizeof(saved), d->saved_ns);
 	snprintf(buf, len, "%s rows %s%s: %s of %s per row %s %s of link time at %.3g GB/s (%s%s)",
 		 row, state, d->basis == LEDGER_BASIS_PRIOR ? " from their first copies" : "", host,
-		 d->hashing ? "hashing" : "host time", d->aside ? "to save" : "saves", saved, d->link.gbps,
+		 !d->hashing ? "host time" : d->basis == LEDGER_BASIS_SAMPLE ? "sampled hashing and look-up" : "hashing",
+		 d->aside ? "to save" : "saves", saved, d->link.gbps,
 		 ledger_source_name(d->link.source), share);
 	return buf;
 }

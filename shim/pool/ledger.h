@@ -34,11 +34,11 @@
  *
  * Decisions, in numbers ("64 B rows stood aside: 150 ns of host time per
  * row to save 4 ns of link time at 16 GB/s"):
- * - The prior, from the spec's first LEDGER_PRIOR_COPIES copies: the median
+ * - The prior, from the spec's first LEDGER_PRIOR_COPIES copies: the least
  *   host time per row they took (hash and look-up as measured on this
- *   machine, on this spec's rows; the median, so that neither the first
- *   copy's one-time costs nor one odd reading decide) against the row's
- *   time on the link
+ *   machine, on this spec's rows, in CPU time; the least, so that the
+ *   one-time costs the first copies carry, a table made, the probe, do
+ *   not count) against the row's time on the link
  *   stated by VRAMPOOL_LINK_GBPS, or else on a slow one (LEDGER_SLOW_GBPS,
  *   assumed). A spec whose rows cost more than that stands aside at once,
  *   before any measurement of the link: 64 B rows never pay above 2 GB/s.
@@ -53,9 +53,9 @@
  * - Standing aside: the spec's copies go straight through, counted as
  *   such; a sample of them (one in LEDGER_SAMPLE_EVERY, chosen by the
  *   caller) keeps measuring the link and, with a full pool, looks a few
- *   rows up for the share that would hit. It comes back when the saving
- *   that sample shows beats the cost the spec had when it stood aside by
- *   LEDGER_RESUME_MARGIN, judged over LEDGER_RESUME_COPIES sampled copies
+ *   rows up for the share that would hit, and times their hash and
+ *   look-up. It comes back when the saving that sample shows beats the
+ *   cost (ledger_aside says which) by LEDGER_RESUME_MARGIN, judged over LEDGER_RESUME_COPIES sampled copies
  *   (and LEDGER_RESUME_ROWS sampled rows with a full pool). Each stand-aside
  *   after a resume doubles the evidence the next resume needs (at most
  *   2^LEDGER_FLIPS_MAX times), so a close case does not churn.
@@ -87,7 +87,7 @@
 
 #define LEDGER_SPECS (LAYOUT_MAX_SPECS + 1)     /* the fixed specs, then whole:MIN */
 #define LEDGER_WHOLE LAYOUT_MAX_SPECS           /* the slot of whole:MIN */
-#define LEDGER_PRIOR_COPIES 3           /* copies measured for the prior (their median) */
+#define LEDGER_PRIOR_COPIES 3           /* copies measured for the prior (the least) */
 #define LEDGER_SLOW_GBPS 2.0            /* the link assumed by the prior when none is known */
 #define LEDGER_FAST_COPIES 4            /* copies before a clear case stands aside */
 #define LEDGER_CLEAR 2.0                /* cost / saving that is clear without a window */
@@ -154,7 +154,7 @@ struct ledger_verdict {
 	double saved_ns;        /* what a row saves: link_ns, times the hit share with a full pool */
 	double hit_share;       /* 1 while the pool can admit, else the share of rows that hit */
 	struct ledger_link link;
-	int hashing;            /* host_ns is the hash alone: a window of captures (see above) */
+	int hashing;            /* host_ns is a hash's: a window of captures', or a sample's hash and look-up */
 	int aside;              /* the verdict: stand aside (in force mode: would) */
 };
 
@@ -172,6 +172,7 @@ struct ledger {
 	/* the sample while standing aside */
 	uint32_t smp_copies;
 	uint64_t smp_rows, smp_hits;
+	uint64_t smp_cost_ns, smp_cost_rows;    /* the samples' host time and the rows it hashed */
 	uint32_t flips;         /* stand-asides after a resume */
 	int resumed;            /* it came back at least once */
 	struct ledger_verdict last;
@@ -245,15 +246,25 @@ void ledger_init(struct ledger *l);
 enum ledger_event ledger_pooled(struct ledger *l, struct ledger_tally *t, const struct ledger_copy *c,
 				const struct ledger_link *link, enum ledger_mode mode);
 
+/* A copy passed straight through while its spec stands aside, as its pool saw it. */
+struct ledger_sample {
+	uint64_t bytes, row;    /* the copy: bytes of rows of row bytes */
+	int sampled;            /* the pool sampled it: the fields below hold */
+	uint64_t rows, hits;    /* rows hashed and looked up, and those found in the pool */
+	uint64_t cpu_ns;        /* the host time that took (0: not timed) */
+	int can_admit;          /* as in ledger_copy */
+};
+
 /*
- * Records a copy passed straight through while standing aside, n bytes of
- * rows of row bytes. When sampled: rows looked up and the hits among
- * them (0 and 0 when nothing was looked up: the pool can admit, so every
- * row counts as one that can come back), can_admit as in ledger_copy.
- * May decide to come back.
+ * Records a copy passed straight through while standing aside; may decide
+ * to come back. A sample's rows judge the share that would hit (with a
+ * full pool; while the pool can admit every row counts as one that can
+ * come back), and its time is the cost a row's hash and look-up take now,
+ * which replaces the verdict's cost where that was of the same kind (the
+ * first copies', or a window's of hashing), not a whole window's host
+ * time: it corrects a prior inflated by the first copies' one-time costs.
  */
-enum ledger_event ledger_aside(struct ledger *l, struct ledger_tally *t, uint64_t n, uint64_t row,
-			       int sampled, uint64_t rows, uint64_t hits, int can_admit,
+enum ledger_event ledger_aside(struct ledger *l, struct ledger_tally *t, const struct ledger_sample *s,
 			       const struct ledger_link *link);
 
 /* Counts in t a copy of n bytes of rows of row bytes passed straight through (ledger_aside, the calls layer). */

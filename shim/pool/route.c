@@ -123,12 +123,14 @@ static void pool_ledger_said(int slot, enum ledger_event ev)
 		return;
 	stats_add(ev == LEDGER_EV_ASIDE ? ST_LEDGER_ASIDES : ST_LEDGER_RESUMES, 1);
 	ledger_view(&ledger_board[slot], &v);
-	if (ev == LEDGER_EV_ASIDE)
+	if (ev == LEDGER_EV_ASIDE) {
+		whatif_set_estimate(1);         /* the curve sees the sampled copies only */
 		log_verbose("ledger: %s; its copies go straight through, one in %d sampled",
 			    ledger_reason(&v, why, sizeof(why)), LEDGER_SAMPLE_EVERY);
-	else
+	} else {
 		log_verbose("ledger: %s; the sample says pooling pays again: it pools",
 			    ledger_reason(&v, why, sizeof(why)));
+	}
 }
 
 /*
@@ -160,29 +162,33 @@ void pool_ledger_pooled(struct pool_copy_ctx *x, int slot, uint64_t wall_ns, uin
 }
 
 /*
- * A copy of a spec standing aside (ledger.h): the plain copy, then, with a
- * full pool, a few rows looked up for the share that would hit, and the
- * ledger's judgement of the sample.
+ * A copy of a spec standing aside (ledger.h): the plain copy, then a few
+ * rows hashed and looked up, on the thread's CPU clock (what a row's hash
+ * and look-up cost now; with a full pool, the share that would hit), and
+ * the ledger's judgement of the sample.
  */
 int pool_copy_aside(struct pool_copy_ctx *x, int slot)
 {
 	struct pool *p = x->p;
+	struct ledger_sample s = { .bytes = x->r->n, .row = x->r->row, .sampled = 1 };
 	struct ledger_link link;
 	enum ledger_event ev;
-	uint32_t rows = 0, hits = 0;
-	int err, can_admit;
+	uint32_t hits = 0;
+	uint64_t t0;
+	int err;
 
 	stats_add(ST_STOOD_ASIDE_CALLS, 1);
 	err = pool_copy_plain(x);
 	pthread_mutex_lock(&p->mu);
-	can_admit = pool_can_admit(p) || !p->decided;
+	s.can_admit = pool_can_admit(p) || !p->decided;
 	pthread_mutex_unlock(&p->mu);
-	if (!can_admit)
-		rows = pool_sample_rows(x, &hits, NULL);
+	t0 = ledger_cpu_now();
+	s.rows = pool_sample_rows(x, &hits, NULL);
+	s.cpu_ns = ledger_cpu_now() - t0;
+	s.hits = hits;
 	pthread_mutex_lock(&p->mu);
 	link_get(&p->link, pool_cfg->link_gbps, &link);
-	ev = ledger_aside(&p->ledgers[slot], &ledger_board[slot], x->r->n, x->r->row, 1, rows, hits,
-			  can_admit, &link);
+	ev = ledger_aside(&p->ledgers[slot], &ledger_board[slot], &s, &link);
 	pthread_mutex_unlock(&p->mu);
 	pool_ledger_said(slot, ev);
 	return err;

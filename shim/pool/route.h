@@ -14,8 +14,8 @@
  *   pool_copy_sample  stood down (backoff.h): the plain copy, then a few
  *                     rows looked up
  *   pool_copy_aside   the spec stands aside (ledger.h): the plain copy,
- *                     a few rows looked up with a full pool, the ledger's
- *                     judgement of the sample
+ *                     a few rows hashed and looked up on the CPU clock,
+ *                     the ledger's judgement of the sample
  *   pool_ledger_pooled  a fingerprinted copy's figures into the ledger
  *
  * The plain send of every way runs first, right after the routing, so the

@@ -50,7 +50,8 @@
  * "ledger" holds the cost ledger (pool/ledger.h): "decision" ("pooling" or
  * "stood_aside"), "reason" (the verdict in numbers, in words), "basis"
  * ("first_copies", "window", "sample", "none"), "cost" ("host_time", or
- * "hashing" for a window of captures), the verdict's "host_ns_per_row",
+ * "hashing": a window of captures, the hash alone; a sample, the hash and
+ * look-up of its rows), the verdict's "host_ns_per_row",
  * "link_ns_per_row", "saved_ns_per_row", "hit_share", "link_gbps" and
  * "link_source" ("measured", "stated", "assumed", "none"), and the
  * totals: "copies" and "rows" fingerprinted, "host_cpu_ns" (the host time

@@ -79,12 +79,12 @@ static void test_prior_small_rows(void)
 	t_fresh();
 	/* 64 B rows at 150 ns each: a 2 GB/s link sends one in 32 ns */
 	CU_ASSERT_EQUAL(t_copy(256, 64, 900, 0, 1, &t_none, LEDGER_ON), LEDGER_EV_NONE);
-	CU_ASSERT_EQUAL(t_copy(256, 64, 1, 0, 1, &t_none, LEDGER_ON), LEDGER_EV_NONE);
-	CU_ASSERT_EQUAL(t_copy(256, 64, 150, 0, 1, &t_none, LEDGER_ON), LEDGER_EV_ASIDE);
+	CU_ASSERT_EQUAL(t_copy(256, 64, 150, 0, 1, &t_none, LEDGER_ON), LEDGER_EV_NONE);
+	CU_ASSERT_EQUAL(t_copy(256, 64, 300, 0, 1, &t_none, LEDGER_ON), LEDGER_EV_ASIDE);
 	CU_ASSERT_EQUAL(t_l.state, LEDGER_ASIDE);
 	CU_ASSERT_EQUAL(t_l.last.basis, LEDGER_BASIS_PRIOR);
 	CU_ASSERT_EQUAL(t_l.last.link.source, LEDGER_LINK_ASSUMED);
-	/* the median of the first copies: neither a cold first copy nor one odd reading decides */
+	/* the least of the first copies: the one-time costs the first copies carry do not count */
 	CU_ASSERT_DOUBLE_EQUAL(t_l.last.host_ns, 150.0, 0.01);
 	CU_ASSERT_DOUBLE_EQUAL(t_l.last.link_ns, 32.0, 0.01);
 	CU_ASSERT_TRUE(ledger_view(&t_t, &v));
@@ -208,14 +208,29 @@ static void test_full_pool_weighs_hits(void)
 	CU_ASSERT_EQUAL(t_until(3 * LEDGER_WINDOW, 100, 3072, 300, 0, 0, &link, &ev), 3 * LEDGER_WINDOW + 1);
 }
 
-/* Feeds sampled copies while aside; returns the count fed until a resume (limit + 1: none). */
+/*
+ * Feeds sampled copies while aside, rows looked up of which hits were
+ * found, in ns_per_row each (0: not timed); returns the count fed until a
+ * resume (limit + 1: none).
+ */
+static int t_samples_timed(int limit, uint64_t rows, uint64_t row, uint64_t hits, int can_admit, double ns_per_row,
+			   const struct ledger_link *link)
+{
+	struct ledger_sample smp = {
+		.bytes = rows * row, .row = row, .sampled = 1, .rows = rows, .hits = hits,
+		.cpu_ns = (uint64_t)(ns_per_row * (double)rows), .can_admit = can_admit,
+	};
+
+	for (int i = 1; i <= limit; i++)
+		if (ledger_aside(&t_l, &t_t, &smp, link) == LEDGER_EV_RESUME)
+			return i;
+	return limit + 1;
+}
+
 static int t_samples(int limit, uint64_t rows, uint64_t row, uint64_t hits, int can_admit,
 		     const struct ledger_link *link)
 {
-	for (int i = 1; i <= limit; i++)
-		if (ledger_aside(&t_l, &t_t, rows * row, row, 1, rows, hits, can_admit, link) == LEDGER_EV_RESUME)
-			return i;
-	return limit + 1;
+	return t_samples_timed(limit, rows, row, hits, can_admit, 0, link);
 }
 
 static void test_aside_resumes_on_sample(void)
@@ -228,8 +243,11 @@ static void test_aside_resumes_on_sample(void)
 	t_until(LEDGER_PRIOR_COPIES, 256, 64, 150, 0, 1, &t_none, &ev);
 	CU_ASSERT_EQUAL_FATAL(ev, LEDGER_EV_ASIDE);
 	/* copies passed straight through and not sampled judge nothing */
-	for (int i = 0; i < 100; i++)
-		CU_ASSERT_EQUAL(ledger_aside(&t_l, &t_t, 256 * 64, 64, 0, 0, 0, 1, &slow), LEDGER_EV_NONE);
+	for (int i = 0; i < 100; i++) {
+		struct ledger_sample smp = { .bytes = 256 * 64, .row = 64, .can_admit = 1 };
+
+		CU_ASSERT_EQUAL(ledger_aside(&t_l, &t_t, &smp, &slow), LEDGER_EV_NONE);
+	}
 	/* samples at 16 GB/s: 4 ns saved per row, it stays aside */
 	CU_ASSERT_EQUAL(t_samples(100, 16, 64, 0, 1, &fast), 101);
 	CU_ASSERT_EQUAL(t_l.last.basis, LEDGER_BASIS_SAMPLE);
@@ -361,6 +379,28 @@ static void test_sample_keeps_verdict_without_news(void)
 	CU_ASSERT_EQUAL(v.v.link.source, LEDGER_LINK_ASSUMED);
 }
 
+static void test_sample_cost_corrects_prior(void)
+{
+	struct ledger_link link = t_link(4, LEDGER_LINK_MEASURED);
+	enum ledger_event ev;
+
+	/* 147 KiB rows whose first copies carried 90 us a row of one-time costs: aside against 2 GB/s */
+	t_fresh();
+	t_until(LEDGER_PRIOR_COPIES, 8, 150528, 90000, 0, 1, &t_none, &ev);
+	CU_ASSERT_EQUAL_FATAL(ev, LEDGER_EV_ASIDE);
+	/* the samples hash a row in 12 us: against the assumed link already, it pays; it comes back */
+	CU_ASSERT_EQUAL(t_samples_timed(100, 8, 150528, 0, 1, 12000, &t_none), LEDGER_RESUME_COPIES);
+	CU_ASSERT_EQUAL(t_l.state, LEDGER_POOLING);
+	CU_ASSERT_TRUE(t_l.last.hashing);
+	CU_ASSERT_DOUBLE_EQUAL(t_l.last.host_ns, 12000, 0.5);
+	/* a window's whole host time (500 ns for 3 KiB rows at 4 GB/s, full, 50% hit) is not a hash's */
+	t_fresh();
+	t_until(3 * LEDGER_WINDOW, 100, 3072, 500, 50, 0, &link, &ev);
+	CU_ASSERT_EQUAL_FATAL(ev, LEDGER_EV_ASIDE);
+	CU_ASSERT_EQUAL(t_samples_timed(100, 16, 3072, 8, 0, 200, &link), 101);
+	CU_ASSERT_DOUBLE_EQUAL(t_l.last.host_ns, 500, 0.5);
+}
+
 static void test_force_keeps_verdict(void)
 {
 	struct ledger_view v;
@@ -452,6 +492,8 @@ static const CU_TestInfo tests[] = {
 	{ "a retired pool's ledger stands aside no more, and flips are counted per ledger",
 	  test_retire_and_flips_per_ledger },
 	{ "samples without a newer link keep the verdict of the first copies", test_sample_keeps_verdict_without_news },
+	{ "a sample's hash and look-up correct a prior the first copies inflated, not a window's host time",
+	  test_sample_cost_corrects_prior },
 	{ "VRAMPOOL_LEDGER=force keeps the verdict and pools", test_force_keeps_verdict },
 	{ "the calls layer lets one copy in LEDGER_SAMPLE_EVERY of a spec standing aside through",
 	  test_board_skip },
