@@ -98,6 +98,9 @@ struct CUstream_st {
 	unsigned long long capture_id;
 	struct CUgraph_st *graph;
 	unsigned long long id;   /* cudaStreamGetId */
+	/* Test hooks (fakecuda_stream_hold, fakecuda_stream_settle in stream.c). */
+	int held;                /* the worker starts no operation while set */
+	int running;             /* the worker is running its head operation */
 };
 
 #define GRAPH_MAGIC 0x47524150u
