@@ -488,6 +488,8 @@ uint64_t fingerprint_rows(const void *src, uint64_t row, uint64_t nrows, struct 
 	if (fp_cfg_max(cfg) < 2 || total < min || (nrows < 2 && row <= FP_CHUNK) ||
 	    fp_rows_large(src, row, nrows, out, cfg) != 0)
 		fp_hash_rows(src, row, nrows, out);
+	if (hooks && hooks->rows_hashed)
+		hooks->rows_hashed(src, row, nrows, out);
 	return clock_now_ns() - t0;
 }
 

@@ -122,6 +122,9 @@ struct fp_test_hooks {
 	/* The throughput the chooser records for a large copy hashed with
 	 * threads threads (the caller included) that measured measured bytes/ns. */
 	double (*rate)(unsigned threads, double measured);
+	/* Rewrites the fingerprints fingerprint_rows made (out[0..nrows) of the
+	 * rows at src), before it returns: keys that collide in one half. */
+	void (*rows_hashed)(const void *src, uint64_t row, uint64_t nrows, struct fp *out);
 };
 
 void fingerprint_set_test_hooks(const struct fp_test_hooks *hooks);

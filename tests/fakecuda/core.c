@@ -817,6 +817,20 @@ FC_API unsigned long long fakecuda_counter(const char *name)
 	return slot ? atomic_load(&slot->calls) : 0;
 }
 
+/*
+ * Test hook: replaces the FAKECUDA_FAIL list with spec (the same syntax;
+ * "" or NULL fails nothing from now on). Call counts are kept, so NAME#N
+ * names the Nth call since the start (fakecuda_counter(NAME) says how many
+ * were made). Call it while no other thread calls the device. Returns the
+ * number of items now in force.
+ */
+FC_API int fakecuda_fail(const char *spec)
+{
+	fc_init();
+	parse_fail(spec ? spec : "");
+	return nfails;
+}
+
 FC_API int fakecuda_write_report(const char *path)
 {
 	char buf[4096];

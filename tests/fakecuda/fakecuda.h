@@ -657,5 +657,9 @@ FC_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion
 /* ---- test-only hooks (version node FAKECUDA) ---- */
 FC_API unsigned long long fakecuda_counter(const char *name);
 FC_API int fakecuda_write_report(const char *path);
+/* Mid-run control for deterministic tests (core.c, stream.c). */
+FC_API int fakecuda_fail(const char *spec);
+FC_API int fakecuda_stream_hold(void *stream, int on);
+FC_API long long fakecuda_stream_settle(void *stream);
 
 #endif

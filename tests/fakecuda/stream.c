@@ -168,14 +168,16 @@ static void *stream_worker(void *arg)
 		op = s->head;
 		if (!op && s->destroyed)
 			break;
-		if (!op || !deps_done_locked(op)) {
+		if (!op || s->held || !deps_done_locked(op)) {
 			pthread_cond_wait(&fc.cond, &fc.lock);
 			continue;
 		}
+		s->running = 1;
 		pthread_mutex_unlock(&fc.lock);
 		op_run(s, op);
 		done = fc_link_take_done();
 		pthread_mutex_lock(&fc.lock);
+		s->running = 0;
 		if (done > s->link_done_ns)
 			s->link_done_ns = done;
 		if (op->x.kind == OP_EVENT)
@@ -607,4 +609,50 @@ int fc_stream_wait_event(struct CUstream_st *s, struct CUevent_st *e)
 	}
 	pthread_mutex_unlock(&fc.lock);
 	return err;
+}
+
+/* ---- test hooks (version node FAKECUDA): holding a stream back, and its settling ---- */
+
+/*
+ * Holds back (on) or releases (!on) the stream a handle names (0: the
+ * legacy stream): while held, its worker starts no operation, so work
+ * enqueued on it waits, and so does work on other streams that depends on
+ * it. An operation running when the hold begins runs to its end. Returns
+ * 0, or -EBADF for a handle that names no live stream.
+ */
+FC_API int fakecuda_stream_hold(void *stream, int on)
+{
+	struct CUstream_st *s;
+	int err = fc_stream_resolve(stream, 0, &s);
+
+	if (err)
+		return err;
+	pthread_mutex_lock(&fc.lock);
+	s->held = on != 0;
+	pthread_cond_broadcast(&fc.cond);
+	pthread_mutex_unlock(&fc.lock);
+	return 0;
+}
+
+/*
+ * Waits until the stream a handle names (0: the legacy stream) can run
+ * nothing more for now: no operation running, and its queue empty, held,
+ * or headed by an operation that waits for another stream. Returns the
+ * operations enqueued on it and not completed, or -EBADF. Deterministic:
+ * it never waits for time, only for the worker.
+ */
+FC_API long long fakecuda_stream_settle(void *stream)
+{
+	struct CUstream_st *s;
+	long long pending;
+	int err = fc_stream_resolve(stream, 0, &s);
+
+	if (err)
+		return err;
+	pthread_mutex_lock(&fc.lock);
+	while (s->head && (s->running || (!s->held && deps_done_locked(s->head))))
+		pthread_cond_wait(&fc.cond, &fc.lock);
+	pending = (long long)(s->submitted - s->completed);
+	pthread_mutex_unlock(&fc.lock);
+	return pending;
 }

@@ -99,6 +99,9 @@ struct CUstream_st {
 	struct CUgraph_st *graph;
 	unsigned long long id;   /* cudaStreamGetId */
 	double link_done_ns;     /* the cost model: when its link finishes the stream's last copy (event times) */
+	/* Test hooks (fakecuda_stream_hold, fakecuda_stream_settle in stream.c). */
+	int held;                /* the worker starts no operation while set */
+	int running;             /* the worker is running its head operation */
 };
 
 #define GRAPH_MAGIC 0x47524150u

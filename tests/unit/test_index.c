@@ -3,7 +3,8 @@
  * two million entries within the 48-byte-per-entry bound and the growth
  * policy, the huge-page table, bulk removal by value (remove_if), random
  * operation sequences checked against a reference, and keys that collide in
- * their low or high bits; an index reserved from a budget (index_reserve)
+ * their low or high bits (and keys that share one 64-bit half: the whole
+ * key is compared); an index reserved from a budget (index_reserve)
  * growing and shrinking in place, and no reservation under an
  * address-space limit.
  */
@@ -587,6 +588,143 @@ static void test_batch_lookup_matches_single_lookups(void)
 	free(many);
 }
 
+/*
+ * Keys that collide in 64 bits: the index compares whole 128-bit keys.
+ * Key 2p and key 2p + 1 share one half (lo: one home slot and one run;
+ * or hi) and differ in the other, by a random value, by one, by the top
+ * bit only, or with the shared half zero; CK_GROUP keys share one half
+ * among them all. ghost[p] shares the pair's half and was never inserted.
+ */
+enum { CK_PAIRS = 600, CK_KEYS = 2 * CK_PAIRS, CK_GROUP = 16 };
+
+struct colliding {
+	struct fp keys[CK_KEYS];
+	struct fp ghosts[CK_PAIRS];
+	int present[CK_KEYS];   /* the value of key i is i + 1 while present */
+};
+
+/* Makes the keys; share_lo: the pairs share lo, else hi. */
+static void colliding_make(struct colliding *c, int share_lo, uint64_t seed)
+{
+	for (size_t p = 0; p < CK_PAIRS; p++) {
+		uint64_t same = rng_next(&seed), a = rng_next(&seed), b = rng_next(&seed);
+		uint64_t ghost = rng_next(&seed);
+
+		switch (p % 5) {
+		case 1: b = a + 1; break;                       /* the other halves one apart */
+		case 2: b = a ^ (1ull << 63); break;            /* ... apart in the top bit only */
+		case 3: same = 0; break;                        /* the shared half is zero */
+		default: break;
+		}
+		if (p < CK_GROUP / 2)
+			same = 0x5151515151515151ull;           /* one half shared by CK_GROUP keys */
+		if (share_lo) {
+			c->keys[2 * p] = (struct fp){ same, a };
+			c->keys[2 * p + 1] = (struct fp){ same, b };
+			c->ghosts[p] = (struct fp){ same, ghost };
+		} else {
+			c->keys[2 * p] = (struct fp){ a, same };
+			c->keys[2 * p + 1] = (struct fp){ b, same };
+			c->ghosts[p] = (struct fp){ ghost, same };
+		}
+	}
+	memset(c->present, 0, sizeof(c->present));
+}
+
+/* Looks every key up, singly and as one batch, and every ghost; returns the mismatches. */
+static size_t colliding_check(const struct index *ix, const struct colliding *c)
+{
+	static uint64_t vals[CK_KEYS];
+	static uint8_t found[CK_KEYS];
+	size_t wrong = 0;
+	uint64_t v;
+
+	index_lookup_many(ix, c->keys, CK_KEYS, vals, found);
+	for (size_t i = 0; i < CK_KEYS; i++) {
+		int rc = index_lookup(ix, &c->keys[i], &v);
+
+		if (c->present[i])
+			wrong += rc != 0 || v != i + 1 || found[i] != 1 || vals[i] != i + 1;
+		else
+			wrong += rc != -ENOENT || found[i] != 0;
+	}
+	index_lookup_many(ix, c->ghosts, CK_PAIRS, vals, found);
+	for (size_t p = 0; p < CK_PAIRS; p++)
+		wrong += index_lookup(ix, &c->ghosts[p], &v) != -ENOENT || found[p] != 0;
+	return wrong;
+}
+
+/*
+ * Inserts the pairs (in both orders), then checks; grown: 30000 random
+ * keys more (many resizes) and again; removes one key of each pair
+ * (index_remove) and checks the other stays; puts it back, then drops the
+ * even keys by value (index_remove_if); inserting a ghost adds a new key.
+ */
+static size_t colliding_run(int share_lo, int grown, size_t reserve, uint64_t seed)
+{
+	static struct colliding c;
+	struct index ix;
+	size_t wrong = 0;
+	uint64_t v;
+
+	colliding_make(&c, share_lo, seed);
+	seed = ~seed;   /* fillers from another sequence than the pairs */
+	CU_ASSERT_FATAL(index_init(&ix, 0) == 0);
+	if (reserve)
+		CU_ASSERT_FATAL(index_reserve(&ix, reserve) == 0);
+	for (size_t p = 0; p < CK_PAIRS; p++) {
+		for (size_t k = 0; k < 2; k++) {
+			size_t i = 2 * p + (p % 2 ? 1 - k : k);
+
+			wrong += index_insert(&ix, &c.keys[i], i + 1) != 0;
+			c.present[i] = 1;
+		}
+	}
+	if ((wrong += colliding_check(&ix, &c)))
+		goto out;       /* a broken index may break its own counts next: stop here */
+	for (size_t i = 0; grown && i < 30000; i++) {
+		struct fp k = random_key(&seed);
+
+		wrong += index_insert(&ix, &k, 1ull << 40) != 0;
+	}
+	if ((wrong += colliding_check(&ix, &c)))
+		goto out;
+	for (size_t p = 0; p < CK_PAIRS; p++) {
+		size_t i = 2 * p + p % 2;
+
+		wrong += index_remove(&ix, &c.keys[i]) != 0 || index_remove(&ix, &c.keys[i]) != -ENOENT;
+		c.present[i] = 0;
+	}
+	if ((wrong += colliding_check(&ix, &c)))
+		goto out;
+	for (size_t p = 0; p < CK_PAIRS; p++) {
+		size_t i = 2 * p + p % 2;
+
+		wrong += index_insert(&ix, &c.keys[i], i + 1) != 0;
+		c.present[i] = 1;
+	}
+	wrong += index_remove_if(&ix, is_odd, NULL) != CK_PAIRS;   /* values i + 1 of the even keys */
+	for (size_t p = 0; p < CK_PAIRS; p++)
+		c.present[2 * p] = 0;
+	if ((wrong += colliding_check(&ix, &c)))
+		goto out;
+	for (size_t p = 0; p < CK_PAIRS; p += 7)
+		wrong += index_insert(&ix, &c.ghosts[p], 5) != 0 || index_lookup(&ix, &c.ghosts[p], &v) != 0 ||
+			 v != 5 || index_lookup(&ix, &c.keys[2 * p + 1], &v) != 0 || v != 2 * p + 2;
+out:
+	index_release(&ix);
+	return wrong;
+}
+
+static void test_keys_colliding_in_64_bits_are_told_apart(void)
+{
+	for (int share_lo = 0; share_lo < 2; share_lo++) {
+		CU_ASSERT_EQUAL(colliding_run(share_lo, 0, 0, 91), 0);          /* from empty */
+		CU_ASSERT_EQUAL(colliding_run(share_lo, 1, 0, 92), 0);          /* through many resizes */
+		CU_ASSERT_EQUAL(colliding_run(share_lo, 1, 100000, 93), 0);     /* inside a reservation */
+	}
+}
+
 static void test_growth_is_by_half_at_seven_eighths(void)
 {
 	struct index ix;
@@ -668,6 +806,9 @@ static const CU_TestInfo tests[] = {
 	  test_keys_with_colliding_low_bits_still_work },
 	{ "keys with identical high 32 bits (one home slot) still work",
 	  test_keys_with_colliding_high_bits_still_work },
+	{ "keys that share their low or their high 64 bits are told apart: each found with its own "
+	  "value, singly and in a batch, removed alone, and a key never inserted is absent",
+	  test_keys_colliding_in_64_bits_are_told_apart },
 	{ "a batch lookup agrees with single lookups for every present and absent combination, duplicates and the zero key",
 	  test_batch_lookup_matches_single_lookups },
 	{ "the table grows by half, and only when one more entry would pass 7/8",

@@ -1,6 +1,10 @@
 /*
  * Unit tests of the pool: capture at delivery, gather of hits, the budget
- * and its arithmetic, eviction, admission on evidence (the doorkeeper). They run the real pool over the emulated
+ * and its arithmetic, eviction, admission on evidence (the doorkeeper); a
+ * hit on another stream waiting for its capture (the emulated device
+ * holds the capturing stream back), the re-send of hits after a failed
+ * gather launch, rows whose fingerprints collide in 64 bits (a
+ * fingerprint test hook). They run the real pool over the emulated
  * device (scripts/test.sh sets LD_LIBRARY_PATH=build/fakecuda), with the
  * driver API standing in for the program's own host-to-device copies.
  */
@@ -66,6 +70,7 @@ struct t_h2d {
 	dev_ptr dst;
 	const unsigned char *src;
 	uint64_t calls, bytes;
+	CUstream stream;        /* the program's stream (NULL: legacy) */
 };
 
 static int t_h2d_cb(void *arg, uint64_t off, uint64_t len)
@@ -74,7 +79,7 @@ static int t_h2d_cb(void *arg, uint64_t off, uint64_t len)
 
 	h->calls++;
 	h->bytes += len;
-	return t_htod(h->dst + off, h->src + off, len, NULL) == CUDA_SUCCESS ? 0 : 999;
+	return t_htod(h->dst + off, h->src + off, len, h->stream) == CUDA_SUCCESS ? 0 : 999;
 }
 
 /* Fills a row of len bytes of a synthetic dataset: distinct content per sample id. */
@@ -558,6 +563,247 @@ static void test_sync_copy(void)
 	CU_ASSERT_EQUAL(stats_get(ST_ROWS_HITS), 50);
 }
 
+/* ---- deterministic tests of what one mutation sweep found unguarded (issue 17) ---- */
+
+/* The emulated device's entry points and test hooks these tests use besides the suite's own. */
+static struct {
+	__typeof__(cuStreamCreate) *stream_create;
+	__typeof__(cuStreamDestroy_v2) *stream_destroy;
+	__typeof__(cuStreamQuery) *stream_query;
+	__typeof__(cuMemsetD8_v2) *memset;
+	unsigned long long (*counter)(const char *name);
+	int (*fail)(const char *spec);
+	int (*hold)(void *stream, int on);
+	long long (*settle)(void *stream);
+} t_fc;
+
+/* Resolves t_fc from the emulated device; 0 or -1. */
+static int t_fc_open(void)
+{
+	static const char *const names[] = {
+		"cuStreamCreate", "cuStreamDestroy_v2", "cuStreamQuery", "cuMemsetD8_v2",
+		"fakecuda_counter", "fakecuda_fail", "fakecuda_stream_hold", "fakecuda_stream_settle",
+	};
+	void **slot = (void **)&t_fc;
+
+	_Static_assert(sizeof(t_fc) == sizeof(names) / sizeof(names[0]) * sizeof(void *), "a name a slot");
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!(slot[i] = dlsym(t_lib, names[i])))
+			return -1;
+	return 0;
+}
+
+/* A device buffer of n bytes, every byte 0xA5 (a row the pool forgets to deliver keeps it). */
+static CUdeviceptr t_alloc_marked(uint64_t n)
+{
+	CUdeviceptr d;
+
+	CU_ASSERT_FATAL(t_alloc(&d, n) == CUDA_SUCCESS);
+	CU_ASSERT_FATAL(t_fc.memset(d, 0xA5, n) == CUDA_SUCCESS);
+	return d;
+}
+
+/* Whether the n bytes at device address d equal want (the legacy stream reads them now). */
+static int t_device_equals(CUdeviceptr d, const unsigned char *want, uint64_t n)
+{
+	unsigned char *back = malloc(n);
+	int same;
+
+	CU_ASSERT_FATAL(back != NULL);
+	same = t_dtoh(back, d, n) == CUDA_SUCCESS && memcmp(back, want, n) == 0;
+	free(back);
+	return same;
+}
+
+/* Hands the rows of src (n rows) for device buffer dst to the pool on h's stream; pool_copy's result. */
+static int t_request(struct t_h2d *h, CUdeviceptr dst, const unsigned char *src, uint64_t n)
+{
+	struct pool_request r = { .dst = dst, .src = src, .n = n * ROW, .row = ROW, .stream = h->stream,
+				  .h2d = t_h2d_cb, .arg = h };
+
+	h->dst = dst;
+	h->src = src;
+	return pool_copy(pool_get(0, 0), &r);
+}
+
+/* The rows of the samples ids[0..n), in a new buffer. */
+static unsigned char *t_rows(const uint32_t *ids, uint64_t n)
+{
+	unsigned char *src = malloc(n * ROW);
+
+	CU_ASSERT_FATAL(src != NULL);
+	for (uint64_t i = 0; i < n; i++)
+		t_fill_row(src + i * ROW, ids[i]);
+	return src;
+}
+
+/*
+ * A row captured on stream a is hit on stream b before a ran: the
+ * emulated device holds a back, so the capture stays queued while b's
+ * copy is planned. b must wait for the capture's event: with a still
+ * held, b settles with its work waiting (nothing of it ran, the
+ * destination is untouched) and one stream wait was issued; released,
+ * both destinations hold exactly the rows. Without the wait, b's gather
+ * would run at once and read the slab before the capture filled it.
+ */
+static void test_cross_stream_hit_waits_for_its_capture(void)
+{
+	enum { N = 16 };
+	uint32_t ids[N];
+	unsigned char *src, *marked = malloc(N * ROW);
+	struct t_h2d ha = { 0 }, hb = { 0 };
+	CUstream a, b;
+	CUdeviceptr da, db;
+	unsigned long long waits;
+
+	CU_ASSERT_FATAL(marked != NULL && t_fc_open() == 0);
+	t_config((const char *[]){ "VRAMPOOL_LAYOUT", "3072", "VRAMPOOL_BUDGET", "64M",
+				   "VRAMPOOL_SLAB", "1M", NULL });
+	t_ids(ids, N, 70000, 1);
+	src = t_rows(ids, N);
+	memset(marked, 0xA5, N * ROW);
+	CU_ASSERT_FATAL(t_fc.stream_create(&a, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+	CU_ASSERT_FATAL(t_fc.stream_create(&b, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+	da = t_alloc_marked(N * ROW);
+	db = t_alloc_marked(N * ROW);
+	ha.stream = a;
+	hb.stream = b;
+	CU_ASSERT_FATAL(t_fc.hold(a, 1) == 0);
+	CU_ASSERT_EQUAL(t_request(&ha, da, src, N), 0);
+	CU_ASSERT_EQUAL(ha.bytes, N * ROW);
+	CU_ASSERT_EQUAL(stats_get(ST_ROWS_CAPTURED), N);
+	waits = t_fc.counter("cuStreamWaitEvent");
+	CU_ASSERT_EQUAL(t_request(&hb, db, src, N), 0);
+	CU_ASSERT_EQUAL(hb.bytes, 0);                   /* every row served from the pool */
+	CU_ASSERT_EQUAL(stats_get(ST_ROWS_HITS), N);
+	CU_ASSERT_EQUAL(t_fc.counter("cuStreamWaitEvent"), waits + 1);  /* one wait, on the capture's event */
+	/* a is held: b's work waits behind the capture, and none of it ran */
+	CU_ASSERT(t_fc.settle(b) >= 2);
+	CU_ASSERT_EQUAL(t_fc.stream_query(b), CUDA_ERROR_NOT_READY);
+	CU_ASSERT(t_device_equals(db, marked, N * ROW));
+	CU_ASSERT(t_device_equals(da, marked, N * ROW));
+	CU_ASSERT_FATAL(t_fc.hold(a, 0) == 0);
+	CU_ASSERT_EQUAL(t_sync(a), CUDA_SUCCESS);
+	CU_ASSERT_EQUAL(t_sync(b), CUDA_SUCCESS);
+	CU_ASSERT(t_device_equals(da, src, N * ROW));
+	CU_ASSERT(t_device_equals(db, src, N * ROW));
+	t_fc.stream_destroy(a);
+	t_fc.stream_destroy(b);
+	t_free(da);
+	t_free(db);
+	free(src);
+	free(marked);
+}
+
+/*
+ * The gather launch of a copy fails after its misses were sent: its hits
+ * are delivered host-to-device again (every byte right), counted as
+ * misses with one fallback, and its captures dropped (captured again by
+ * a later copy, then served). The launch is failed with the device's
+ * fault hook, one call exactly.
+ */
+static void test_failed_gather_launch_resends_the_hits(void)
+{
+	enum { N = 32, OLD = 16 };
+	uint32_t ids[N];
+	unsigned char *src;
+	struct t_h2d h = { 0 };
+	CUdeviceptr d;
+	char spec[64];
+	uint64_t launches, hits, served, h2d, misses, fallbacks, captured;
+
+	CU_ASSERT_FATAL(t_fc_open() == 0);
+	t_config((const char *[]){ "VRAMPOOL_LAYOUT", "3072", "VRAMPOOL_BUDGET", "64M",
+				   "VRAMPOOL_SLAB", "1M", NULL });
+	t_ids(ids, N, 80000, 1);
+	src = t_rows(ids, N);
+	t_copy(ids, OLD);                               /* captured by a gather launch */
+	CU_ASSERT_FATAL(stats_get(ST_GATHER_LAUNCHES) >= 1 && stats_get(ST_ROWS_CAPTURED) == OLD);
+	hits = stats_get(ST_ROWS_HITS);
+	served = stats_get(ST_BYTES_SERVED);
+	h2d = stats_get(ST_BYTES_H2D);
+	misses = stats_get(ST_ROWS_MISSES);
+	fallbacks = stats_get(ST_FALLBACKS);
+	captured = stats_get(ST_ROWS_CAPTURED);
+	launches = t_fc.counter("cuLaunchKernel");
+	snprintf(spec, sizeof(spec), "cuLaunchKernel#%llu", (unsigned long long)launches + 1);
+	CU_ASSERT_FATAL(t_fc.fail(spec) == 1);
+	/* OLD hits, then N - OLD new rows in one run: sent first, then the launch fails */
+	d = t_alloc_marked(N * ROW);
+	CU_ASSERT_EQUAL(t_request(&h, d, src, N), 0);
+	CU_ASSERT_EQUAL(t_fc.fail(""), 0);
+	CU_ASSERT_EQUAL(t_fc.counter("injected:cuLaunchKernel"), 1);
+	CU_ASSERT_EQUAL(t_sync(NULL), CUDA_SUCCESS);
+	CU_ASSERT(t_device_equals(d, src, N * ROW));
+	CU_ASSERT_EQUAL(h.calls, 2);                    /* the new rows, then the hits again */
+	CU_ASSERT_EQUAL(h.bytes, N * ROW);
+	CU_ASSERT_EQUAL(stats_get(ST_ROWS_HITS), hits);
+	CU_ASSERT_EQUAL(stats_get(ST_BYTES_SERVED), served);
+	CU_ASSERT_EQUAL(stats_get(ST_BYTES_H2D), h2d + N * ROW);
+	CU_ASSERT_EQUAL(stats_get(ST_ROWS_MISSES), misses + N);
+	CU_ASSERT_EQUAL(stats_get(ST_FALLBACKS), fallbacks + 1);
+	CU_ASSERT_EQUAL(stats_get(ST_ROWS_CAPTURED), captured);
+	t_free(d);
+	/* the lost captures are captured again, then every row is served */
+	CU_ASSERT_EQUAL(t_copy(ids, N), (N - OLD) * ROW);
+	CU_ASSERT_EQUAL(t_copy(ids, N), 0);
+	CU_ASSERT_EQUAL(stats_get(ST_ROWS_CAPTURED), N);
+	free(src);
+}
+
+/* Which half the fingerprints of a sample pair share (t_collide). */
+static int t_share_lo;
+
+/*
+ * Rewrites each row's fingerprint from its sample id (the id t_fill
+ * writes first): samples 2k and 2k + 1 share one 64-bit half, and their
+ * other halves differ by one (so that both keys have one home slot
+ * whichever half the index hashes).
+ */
+static void t_collide(const void *src, uint64_t row, uint64_t nrows, struct fp *out)
+{
+	for (uint64_t i = 0; i < nrows; i++) {
+		uint32_t id;
+		uint64_t same, near;
+
+		memcpy(&id, (const unsigned char *)src + i * row, sizeof(id));
+		same = 0x9E3779B97F4A7C15ull * ((id >> 1) + 1);
+		near = 0xD1B54A32D192ED03ull * ((id >> 1) + 1) + (id & 1);
+		out[i] = t_share_lo ? (struct fp){ same, near } : (struct fp){ near, same };
+	}
+}
+
+/*
+ * Rows whose fingerprints share their low (then their high) 64 bits with
+ * a pooled row's are not that row: the odd samples, each the partner of a
+ * pooled even one, cross and are captured; then every row is served its
+ * own bytes.
+ */
+static void test_rows_colliding_in_64_bits_get_their_own_bytes(void)
+{
+	static const struct fp_test_hooks hooks = { .rows_hashed = t_collide };
+	enum { N = 64 };
+	uint32_t even[N / 2], odd[N / 2], all[N];
+
+	fingerprint_set_test_hooks(&hooks);
+	for (t_share_lo = 0; t_share_lo < 2; t_share_lo++) {
+		t_config((const char *[]){ "VRAMPOOL_LAYOUT", "3072", "VRAMPOOL_BUDGET", "64M",
+					   "VRAMPOOL_SLAB", "1M", NULL });
+		for (uint32_t k = 0; k < N / 2; k++) {
+			even[k] = 90000 + 2 * k;
+			odd[k] = even[k] + 1;
+		}
+		CU_ASSERT_EQUAL(t_copy(even, N / 2), N / 2 * ROW);
+		CU_ASSERT_EQUAL(t_copy(odd, N / 2), N / 2 * ROW);
+		CU_ASSERT_EQUAL(stats_get(ST_ROWS_HITS), 0);
+		CU_ASSERT_EQUAL(stats_get(ST_ROWS_CAPTURED), N);
+		t_ids(all, N, 90000, 7);
+		CU_ASSERT_EQUAL(t_copy(all, N), 0);     /* t_copy checks every byte */
+		CU_ASSERT_EQUAL(stats_get(ST_ROWS_HITS), N);
+	}
+	fingerprint_set_test_hooks(NULL);
+}
+
 static int t_suite_init(void)
 {
 	void *h = t_lib = dlopen("libcuda.so.1", RTLD_NOW);
@@ -612,6 +858,12 @@ static const CU_TestInfo tests[] = {
 	  test_doorkeeper_spares_epoch_two },
 	{ "a dry run allocates nothing and issues no device work of its own", test_dry_run },
 	{ "a synchronous copy is complete when the pool returns, hits included", test_sync_copy },
+	{ "a row captured on a held stream and hit on another waits for the capture, then has its bytes",
+	  test_cross_stream_hit_waits_for_its_capture },
+	{ "a gather launch that fails after the misses went sends the hits again and drops the captures",
+	  test_failed_gather_launch_resends_the_hits },
+	{ "rows whose fingerprints share their low or high 64 bits with a pooled row get their own bytes",
+	  test_rows_colliding_in_64_bits_get_their_own_bytes },
 	CU_TEST_INFO_NULL,
 };
 

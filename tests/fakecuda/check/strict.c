@@ -649,6 +649,76 @@ static void test_legacy_query(void)
 	CU_ASSERT(child_ok(in_child(child_legacy_query, NULL)));
 }
 
+/* ---- the deterministic test hooks: a held stream, settling, faults set mid-run ---- */
+
+/* A FAKECUDA test hook by name. */
+static void *fc_hook(const char *name)
+{
+	void *f = dlsym(RTLD_DEFAULT, name);
+
+	CHK(f != NULL);
+	return f;
+}
+
+/*
+ * Stream a is held: an upload and an event record wait on it; stream b
+ * waits for the event, then sets memory. Settling says what waits (two
+ * operations each) without any sleep; nothing has landed; released, a
+ * has still to run before b can (b settles at 2 again), then both settle
+ * to 0. A fault list set mid-run fails the call it names (counting from
+ * the start) and "" clears it.
+ */
+static void child_test_hooks(void)
+{
+	int (*hold)(void *, int);
+	long long (*settle)(void *);
+	int (*fail)(const char *);
+	unsigned char src[64], back[128];
+	unsigned char *d;
+	cudaStream_t a, b;
+	cudaEvent_t e;
+	char spec[64];
+
+	*(void **)&hold = fc_hook("fakecuda_stream_hold");
+	*(void **)&settle = fc_hook("fakecuda_stream_settle");
+	*(void **)&fail = fc_hook("fakecuda_fail");
+	memset(src, 7, sizeof(src));
+	CHK(cudaMalloc((void **)&d, 128) == cudaSuccess);
+	CHK(cudaMemset(d, 0, 128) == cudaSuccess);
+	CHK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking) == cudaSuccess);
+	CHK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking) == cudaSuccess);
+	CHK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming) == cudaSuccess);
+	CHK(hold((void *)0x1234, 1) == -EBADF && settle((void *)0x1234) == -EBADF);
+	CHK(hold(a, 1) == 0);
+	CHK(cudaMemcpyAsync(d, src, 64, cudaMemcpyHostToDevice, a) == cudaSuccess);
+	CHK(cudaEventRecord(e, a) == cudaSuccess);
+	CHK(cudaStreamWaitEvent(b, e, 0) == cudaSuccess);
+	CHK(cudaMemsetAsync(d + 64, 9, 64, b) == cudaSuccess);
+	CHK(settle(a) == 2 && settle(b) == 2);
+	CHK(cudaStreamQuery(a) == cudaErrorNotReady && cudaEventQuery(e) == cudaErrorNotReady);
+	CHK(cudaMemcpy(back, d, 128, cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(back[0] == 0 && back[64] == 0);
+	CHK(hold(a, 0) == 0);
+	CHK(settle(b) == 2);            /* still waiting: a has not run yet */
+	CHK(settle(a) == 0 && settle(b) == 0);
+	CHK(cudaMemcpy(back, d, 128, cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(back[0] == 7 && back[63] == 7 && back[64] == 9 && back[127] == 9);
+	snprintf(spec, sizeof(spec), "cudaMemsetAsync#%llu", counter("cudaMemsetAsync") + 2);
+	CHK(fail(spec) == 1);
+	CHK(cudaMemsetAsync(d, 1, 8, b) == cudaSuccess);
+	CHK(cudaMemsetAsync(d, 2, 8, b) == cudaErrorUnknown);
+	CHK(cudaMemsetAsync(d, 3, 8, b) == cudaSuccess);
+	CHK(counter("injected:cudaMemsetAsync") == 1);
+	CHK(fail("") == 0 && fail(NULL) == 0);
+}
+
+static void test_test_hooks(void)
+{
+	const char *env[] = { "FAKECUDA_JITTER_US", "200", NULL };
+
+	CU_ASSERT(child_ok(in_child(child_test_hooks, env)));
+}
+
 static const CU_TestInfo tests[] = {
 	{ "a program that omits a cross-stream wait reads stale data under jitter",
 	  test_missing_wait_reads_stale },
@@ -670,6 +740,8 @@ static const CU_TestInfo tests[] = {
 	{ "each device has its own arena and capacity", test_devices_have_own_arenas },
 	{ "a batch is one operation and reads each source as its access order says", test_batch },
 	{ "a query of the legacy stream covers the blocking streams it waits for", test_legacy_query },
+	{ "a held stream runs nothing until released, settling says what waits, faults are set mid-run",
+	  test_test_hooks },
 	CU_TEST_INFO_NULL,
 };
 
