@@ -140,8 +140,9 @@ int pool_reclaim(int dev, uint64_t need)
 	p->budget = p->bytes;
 	stats_set(ST_POOL_BUDGET, p->budget);
 	pool_set_state(p, POOL_LATCHED);
-	stats_set_text(STATS_REASON, "%d slabs were given back to the program under memory "
-		       "pressure; nothing new is admitted", evicted);
+	/* The reason is report_reason's latched line, which counts the slabs
+	 * given back in all (pool.evictions), not this call's alone. */
+	stats_set_text(STATS_REASON, "%s", "");
 	log_verbose("memory pressure on device %d: evicted %d slabs; budget latched at %s", dev, evicted,
 		    log_bytes(b, sizeof(b), p->budget));
 out:

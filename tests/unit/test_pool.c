@@ -21,6 +21,7 @@
 #include "pool/backoff.h"
 #include "pool/doorkeeper.h"
 #include "pool/pool.h"
+#include "report/reason.h"
 #include "core/stats.h"
 
 #define ROW 3072
@@ -241,6 +242,7 @@ static void test_eviction(void)
 {
 	uint32_t ids[1000];
 	uint64_t per_slab = MIB / ROW;
+	char why[256];
 	int evicted;
 
 	t_config((const char *[]){ "VRAMPOOL_LAYOUT", "3072", "VRAMPOOL_BUDGET", "8M",
@@ -254,6 +256,7 @@ static void test_eviction(void)
 	CU_ASSERT_EQUAL(stats_get(ST_POOL_EVICTIONS), 1);
 	CU_ASSERT_EQUAL(stats_get(ST_POOL_EVICTED_BYTES), MIB);
 	CU_ASSERT_EQUAL(stats_state(), POOL_LATCHED);
+	CU_ASSERT(strstr(report_reason(NULL, why, sizeof(why)), "1 slab given back") != NULL);
 	/* the newest slab went: the last 1000 - 2 x 341 rows miss, nothing is re-admitted */
 	CU_ASSERT_EQUAL(t_copy(ids, 1000), (1000 - 2 * per_slab) * ROW);
 	CU_ASSERT_EQUAL(stats_get(ST_ROWS_CAPTURED), 1000);
@@ -261,6 +264,8 @@ static void test_eviction(void)
 	/* asking for more than the device has empties the pool */
 	evicted = pool_reclaim(0, 1ULL << 50);
 	CU_ASSERT_EQUAL(evicted, 2);
+	/* the latched line counts what the dump counts: every slab given back */
+	CU_ASSERT(strstr(report_reason(NULL, why, sizeof(why)), "3 slabs given back") != NULL);
 	CU_ASSERT_EQUAL(stats_get(ST_POOL_BYTES), 0);
 	CU_ASSERT_EQUAL(stats_get(ST_ROWS_POOLED), 0);
 	CU_ASSERT_EQUAL(pool_reclaim(0, 1), 0);
