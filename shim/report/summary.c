@@ -99,6 +99,15 @@ static void summary_suggestion(struct sbuf *b)
 			break;
 		used += (size_t)k;
 	}
+	/* VRAMPOOL=off looks at no row, so a copy's size is all it knows, and a
+	 * batch's size is not its sample's: point to the runs that look. */
+	if (stats_global.mode == STATS_MODE_OFF) {
+		sbuf_line(b, "vrampool: no VRAMPOOL_LAYOUT set; copy sizes seen (most bytes first): %s; "
+			  "VRAMPOOL=off reads no row, so it cannot tell the sample's size: to find it, run "
+			  "`vrampool run --dry --layout auto -- PROGRAM` (VRAMPOOL=dry VRAMPOOL_LAYOUT=auto)",
+			  list);
+		return;
+	}
 	row = summary_suggest_row(sizes, n, &common);
 	sbuf_line(b, "vrampool: no VRAMPOOL_LAYOUT set; copy sizes seen (most bytes first): "
 		  "%s; try VRAMPOOL_LAYOUT=%llu%s", list, (unsigned long long)row,

@@ -135,3 +135,10 @@ suggests_layout() {
 	grep 'VRAMPOOL_LAYOUT' "$TMP/sg.err" | grep -q '196608'
 }
 check "with no layout the summary suggests one from the copy sizes seen" suggests_layout
+
+off_suggests_looking() {
+	VRAMPOOL=off LD_PRELOAD="$SHIM" "$TRAINER" --samples 256 --batch 64 --row 3072 --epochs 1 >"$TMP/so.out" 2>"$TMP/so.err" || return 1
+	grep -q 'vrampool run --dry --layout auto' "$TMP/so.err" || { cat "$TMP/so.err"; return 1; }
+	! grep -q 'try VRAMPOOL_LAYOUT=' "$TMP/so.err"
+}
+check "VRAMPOOL=off with no layout points to a dry auto run, never to a batch's size" off_suggests_looking

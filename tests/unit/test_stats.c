@@ -672,6 +672,22 @@ static void test_summary_suggests_largest(void)
 	free(s);
 }
 
+/* Off reads no row: it names the copy sizes and the runs that find the layout,
+ * never a batch's size as the layout (issue 18). */
+static void test_summary_off_suggests_looking(void)
+{
+	char *s;
+
+	stats_reset(0, "");
+	note(196608, 1200);
+	s = summary();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	CU_ASSERT(strstr(s, "copy sizes seen (most bytes first): 196608 (x1200, 225.0 MiB); ") != NULL);
+	CU_ASSERT(strstr(s, "vrampool run --dry --layout auto") != NULL);
+	CU_ASSERT(strstr(s, "try VRAMPOOL_LAYOUT") == NULL);
+	free(s);
+}
+
 static void test_summary_suggests_common_row(void)
 {
 	char *s;
@@ -807,6 +823,8 @@ static const CU_TestInfo tests[] = {
 	{ "the summary gives bytes, the served share and the pool", test_summary_enabled },
 	{ "the pass-through summary says so with the counts", test_summary_pass_through },
 	{ "without a layout the size with most bytes is suggested", test_summary_suggests_largest },
+	{ "VRAMPOOL=off with no layout points to a dry auto run, not to a copy size",
+	  test_summary_off_suggests_looking },
 	{ "full and partial batches of one row suggest that row",
 	  test_summary_suggests_common_row },
 	{ "without copies the summary says none was seen", test_summary_nothing_seen },
