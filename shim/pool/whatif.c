@@ -108,6 +108,28 @@ void whatif_repeat(uint64_t pos, uint64_t bytes)
 	atomic_fetch_add_explicit(&whatif.total, bytes, memory_order_relaxed);
 }
 
+void whatif_repeat_many(const uint64_t *pos, const uint64_t *bytes, uint64_t n)
+{
+	uint64_t total = 0, run = 0;
+	unsigned b = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		unsigned k = whatif_bucket(pos[i] ? pos[i] : 1);
+
+		if (run && k != b) {
+			atomic_fetch_add_explicit(&whatif_hist[b], run, memory_order_relaxed);
+			run = 0;
+		}
+		b = k;
+		run += bytes[i];
+		total += bytes[i];
+	}
+	if (run)
+		atomic_fetch_add_explicit(&whatif_hist[b], run, memory_order_relaxed);
+	if (total)
+		atomic_fetch_add_explicit(&whatif.total, total, memory_order_relaxed);
+}
+
 void whatif_set_estimate(int on)
 {
 	if (on)
