@@ -96,7 +96,7 @@ static void pool_publish(struct pool_copy_ctx *x, int ok)
 	struct pool *p = x->p;
 	uint64_t captured = 0;
 
-	for (uint64_t i = 0; i < x->nrows; i++) {
+	for (uint64_t i = 0; i < x->nrows && x->captures; i++) {
 		struct plan *pl = &x->plan[i];
 		struct slab *s;
 		struct seg *g;
@@ -146,20 +146,31 @@ static uint64_t pool_hit_pos(const struct slab *s, uint64_t off)
 	return s->pos_lo + (uint64_t)((double)(s->pos_hi - s->pos_lo) * ((double)off / (double)s->fill));
 }
 
-/* Reports the copy's hits to the what-if curve, one call per run. Called with p->mu held. */
+#define POOL_WHATIF_RUNS 64       /* hit runs reported to the what-if curve per call */
+
+/*
+ * Reports the copy's hits to the what-if curve, one repeat per run, in
+ * calls of up to POOL_WHATIF_RUNS runs. Called with p->mu held.
+ */
 static void pool_whatif_hits(struct pool_copy_ctx *x)
 {
-	uint64_t i, j;
+	uint64_t pos[POOL_WHATIF_RUNS], bytes[POOL_WHATIF_RUNS];
+	uint64_t i, j, n = 0;
 
-	for (i = 0; i < x->nrows; i = j) {
+	for (i = 0; i < x->nrows && x->hits; i = j) {
 		if (x->plan[i].kind != PLAN_HIT) {
 			j = i + 1;
 			continue;
 		}
 		j = pool_run_end(x, i, PLAN_HIT);
-		whatif_repeat(pool_hit_pos(x->p->slabs[x->plan[i].slab], x->plan[i].off),
-			      (j - i) * x->r->row);
+		if (n == POOL_WHATIF_RUNS) {
+			whatif_repeat_many(pos, bytes, n);
+			n = 0;
+		}
+		pos[n] = pool_hit_pos(x->p->slabs[x->plan[i].slab], x->plan[i].off);
+		bytes[n++] = (j - i) * x->r->row;
 	}
+	whatif_repeat_many(pos, bytes, n);
 }
 
 /*
@@ -277,8 +288,11 @@ static int pool_copy_full(struct pool_copy_ctx *x, struct backoff *b)
 	pthread_mutex_unlock(&p->mu);
 
 	/* Rows the pool did not serve feed the what-if curve; the positions of
-	 * captured rows go into their slab's range when they are published. */
-	{
+	 * captured rows go into their slab's range when they are published. A
+	 * copy of hits only has none; one without hits skips none. */
+	if (!x->hits) {
+		whatif_observe(x->fps, NULL, x->nrows, r->row, x->vals);
+	} else if (x->hits < x->nrows) {
 		uint8_t skip_stack[POOL_STACK_ROWS];
 		uint8_t *skip = x->nrows <= POOL_STACK_ROWS ? skip_stack : malloc(x->nrows);
 

@@ -108,6 +108,28 @@ void whatif_repeat(uint64_t pos, uint64_t bytes)
 	atomic_fetch_add_explicit(&whatif.total, bytes, memory_order_relaxed);
 }
 
+void whatif_repeat_many(const uint64_t *pos, const uint64_t *bytes, uint64_t n)
+{
+	uint64_t total = 0, run = 0;
+	unsigned b = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		unsigned k = whatif_bucket(pos[i] ? pos[i] : 1);
+
+		if (run && k != b) {
+			atomic_fetch_add_explicit(&whatif_hist[b], run, memory_order_relaxed);
+			run = 0;
+		}
+		b = k;
+		run += bytes[i];
+		total += bytes[i];
+	}
+	if (run)
+		atomic_fetch_add_explicit(&whatif_hist[b], run, memory_order_relaxed);
+	if (total)
+		atomic_fetch_add_explicit(&whatif.total, total, memory_order_relaxed);
+}
+
 void whatif_set_estimate(int on)
 {
 	if (on)
@@ -231,7 +253,8 @@ static void whatif_make_room(void)
 }
 
 /* Observes one row under the lock; returns its position. */
-static uint64_t whatif_observe_one(uint64_t key, uint64_t row)
+static inline __attribute__((always_inline)) uint64_t
+whatif_observe_one(uint64_t key, uint64_t row)
 {
 	unsigned shift = atomic_load_explicit(&whatif.shift, memory_order_relaxed);
 	uint64_t scaled = shift ? row << shift : row;
@@ -255,15 +278,44 @@ static uint64_t whatif_observe_one(uint64_t key, uint64_t row)
 }
 
 /*
- * Under the lock: a row not tracked at the current rate costs a shift and
- * a compare (its position is the unique bytes so far); a tracked one is
- * looked up (whatif_observe_one, which may halve the rate). Rows are
- * counted in the total of sightings all at once.
+ * The rows of whatif_observe, under the lock: a row not tracked at the
+ * current rate costs a compare (its position is the unique bytes so far);
+ * a tracked one is looked up (whatif_observe_one, which may halve the
+ * rate). has_skip and has_pos say whether skip and pos are given; the
+ * function is inlined with them constant, so that the loop of untracked
+ * rows tests neither. Returns the rows skipped.
  */
+static inline __attribute__((always_inline)) uint64_t
+whatif_observe_rows(const struct fp *fps, const uint8_t *skip, uint64_t nrows, uint64_t row, uint64_t *pos,
+		    int has_skip, int has_pos)
+{
+	uint64_t i, p, lim = whatif_limit(), u = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
+	uint64_t skipped = 0;
+
+	for (i = 0; i < nrows; i++) {
+		if (has_skip && skip[i]) {
+			skipped++;
+			continue;
+		}
+		if (fps[i].lo > lim) {  /* not tracked (a zero lo is tracked, as key 1) */
+			if (has_pos)
+				pos[i] = u;
+			continue;
+		}
+		p = whatif_observe_one(whatif_key(&fps[i]), row);
+		lim = whatif_limit();
+		u = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
+		if (has_pos)
+			pos[i] = p;
+	}
+	return skipped;
+}
+
+/* Rows are counted in the total of sightings all at once. */
 void whatif_observe(const struct fp *fps, const uint8_t *skip, uint64_t nrows, uint64_t row,
 		    uint64_t *pos)
 {
-	uint64_t i, p, u, lim, skipped = 0;
+	uint64_t skipped;
 
 	if (nrows == 0 || row == 0) {
 		if (pos)
@@ -280,24 +332,12 @@ void whatif_observe(const struct fp *fps, const uint8_t *skip, uint64_t nrows, u
 		memset(pos, 0, nrows * sizeof(*pos));   /* skipped rows' positions are 0 */
 	if (whatif.failed)
 		goto out_unlock;
-	lim = whatif_limit();
-	u = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
-	for (i = 0; i < nrows; i++) {
-		if (skip && skip[i]) {
-			skipped++;
-			continue;
-		}
-		if (fps[i].lo > lim) {  /* not tracked (a zero lo is tracked, as key 1) */
-			if (pos)
-				pos[i] = u;
-			continue;
-		}
-		p = whatif_observe_one(whatif_key(&fps[i]), row);
-		lim = whatif_limit();
-		u = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
-		if (pos)
-			pos[i] = p;
-	}
+	if (skip)
+		skipped = pos ? whatif_observe_rows(fps, skip, nrows, row, pos, 1, 1) :
+				whatif_observe_rows(fps, skip, nrows, row, NULL, 1, 0);
+	else
+		skipped = pos ? whatif_observe_rows(fps, NULL, nrows, row, pos, 0, 1) :
+				whatif_observe_rows(fps, NULL, nrows, row, NULL, 0, 0);
 	atomic_fetch_add_explicit(&whatif.total, (nrows - skipped) * row, memory_order_relaxed);
 	atomic_store_explicit(&whatif.tracked, whatif.used, memory_order_relaxed);
 out_unlock:

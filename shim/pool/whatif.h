@@ -43,8 +43,8 @@
  * decides that calls whatif_set_estimate(1), and from then on the
  * snapshot says the curve is an estimate from the copies it saw.
  *
- * Cost. whatif_repeat is two relaxed atomic adds (no hashing, no lock): it
- * runs on the hit path. whatif_observe takes the module's lock once per
+ * Cost. whatif_repeat is two relaxed atomic adds (no hashing, no lock), and
+ * whatif_repeat_many about one a repeat: they run on the hit path. whatif_observe takes the module's lock once per
  * call; a row not tracked costs a compare, a tracked one a table probe;
  * past the exact size, the table's refills and rate halvings come to
  * about 3 instructions a row at 10^6 rows (fewer as rows grow).
@@ -87,6 +87,14 @@ void whatif_observe(const struct fp *fps, const uint8_t *skip, uint64_t nrows, u
  * position of 0 (unknown) counts at every budget from one byte up.
  */
 void whatif_repeat(uint64_t pos, uint64_t bytes);
+
+/*
+ * whatif_repeat of n repeats at once, bytes[i] at position pos[i]: the
+ * same figures, with one add to the total and one add per run of repeats
+ * that fall in the same histogram bucket (the hit path reports a copy's
+ * hits this way).
+ */
+void whatif_repeat_many(const uint64_t *pos, const uint64_t *bytes, uint64_t n);
 
 /*
  * Marks the curve an estimate from the copies it saw (on != 0): copies of

@@ -240,6 +240,42 @@ static void test_hits_and_misses_agree(void)
 	free(first);
 }
 
+/*
+ * whatif_repeat_many gives the figures of one whatif_repeat per repeat:
+ * runs in one bucket, in neighbouring buckets, position 0 and bytes 0.
+ */
+static void test_repeat_many(void)
+{
+	uint64_t pos[] = { 0, 5, 5, 64, 65, 1000, 1001, 1000, 1ULL << 40, 7, 0 };
+	uint64_t bytes[] = { 3, 64, 64, 128, 1, 0, 64, 64, 4096, 64, 9 };
+	const uint64_t n = sizeof(pos) / sizeof(pos[0]);
+	const uint64_t at[] = { 1, 5, 6, 64, 66, 1000, 1002, 4096, 1ULL << 40, (1ULL << 40) + 1 };
+	const uint64_t nat = sizeof(at) / sizeof(at[0]);
+	uint64_t served[sizeof(at) / sizeof(at[0])];
+	struct whatif_snapshot one, many;
+	struct fp f = row_fp(1);
+	int k;
+
+	whatif_setup(0);
+	whatif_observe(&f, NULL, 1, 1ULL << 41, NULL);	/* a curve that spans every position */
+	for (uint64_t i = 0; i < n; i++)
+		whatif_repeat(pos[i], bytes[i]);
+	whatif_snapshot(&one, 0);
+	for (uint64_t i = 0; i < nat; i++)
+		served[i] = whatif_served_at(at[i]);
+	whatif_setup(0);
+	whatif_observe(&f, NULL, 1, 1ULL << 41, NULL);
+	whatif_repeat_many(pos, bytes, n);
+	whatif_repeat_many(pos, bytes, 0);
+	whatif_snapshot(&many, 0);
+	CU_ASSERT_EQUAL(many.repeat_bytes, one.repeat_bytes);
+	CU_ASSERT_EQUAL(many.npoints, one.npoints);
+	for (k = 0; k < one.npoints; k++)
+		CU_ASSERT_EQUAL(many.served[k], one.served[k]);
+	for (uint64_t i = 0; i < nat; i++)
+		CU_ASSERT_EQUAL(whatif_served_at(at[i]), served[i]);
+}
+
 static void test_sampled_past_the_cap(void)
 {
 	const uint64_t n = 100000;
@@ -598,6 +634,7 @@ static const CU_TestInfo tests[] = {
 	{ "sampled, a loop with a scan of 10^6 rows stays within 2 points of the exact curve",
 	  test_sampled_scan },
 	{ "a spec standing aside marks the curve an estimate until reset", test_estimate_mark },
+	{ "whatif_repeat_many gives the figures of one whatif_repeat per repeat", test_repeat_many },
 	CU_TEST_INFO_NULL,
 };
 
