@@ -29,6 +29,17 @@ static int classify_is_host(enum dev_mem k)
 	return k == DEV_MEM_UNREGISTERED || k == DEV_MEM_HOST;
 }
 
+/*
+ * A pointer query, asked twice when the first fails: a transient failure
+ * of it would leave a cudaMemcpyDefault copy's direction unknown and the
+ * copy out of the counts (the soak found it). One that fails every time
+ * cannot tell, and leaves the copy to the driver uncounted.
+ */
+static int classify_query(const void *p, enum dev_mem *kind, int *ordinal, uint64_t *end)
+{
+	return device_classify(p, kind, ordinal, end) && device_classify(p, kind, ordinal, end);
+}
+
 int classify_copy(const struct classify_in *in, struct classify_out *out)
 {
 	enum dev_mem dkind = DEV_MEM_UNREGISTERED, skind = DEV_MEM_UNREGISTERED;
@@ -51,7 +62,7 @@ int classify_copy(const struct classify_in *in, struct classify_out *out)
 		out->reason = CL_NO_DRIVER;
 		return 1;
 	}
-	if (device_classify(in->dst, &dkind, &ddev, &dend)) {
+	if (classify_query(in->dst, &dkind, &ddev, &dend)) {
 		if (in->dir != CL_DIR_H2D)
 			return 0;
 		out->reason = CL_DST_NOT_DEVICE;
@@ -61,7 +72,7 @@ int classify_copy(const struct classify_in *in, struct classify_out *out)
 		/* Managed memory is the device's, as CUDA counts it. */
 		if (dkind != DEV_MEM_DEVICE && dkind != DEV_MEM_MANAGED)
 			return 0;
-		if (!in->src || device_classify(in->src, &skind, &sdev, NULL) || !classify_is_host(skind))
+		if (!in->src || classify_query(in->src, &skind, &sdev, NULL) || !classify_is_host(skind))
 			return 0;
 		if (!matched) {
 			out->reason = in->layout ? CL_NO_MATCH : (enum classify_reason)in->off_reason;
@@ -83,7 +94,7 @@ int classify_copy(const struct classify_in *in, struct classify_out *out)
 	/* The pool reads the source on the host: it must be host memory. A
 	 * wrong kind or pointer is the runtime's to refuse, not ours to fault on. */
 	if (in->dir == CL_DIR_H2D &&
-	    (!in->src || device_classify(in->src, &skind, &sdev, NULL) || !classify_is_host(skind))) {
+	    (!in->src || classify_query(in->src, &skind, &sdev, NULL) || !classify_is_host(skind))) {
 		out->reason = CL_SRC_NOT_HOST;
 		return 1;
 	}

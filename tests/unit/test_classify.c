@@ -8,6 +8,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,8 @@ static __typeof__(cuStreamBeginCapture_v2) *t_begin_capture;
 static __typeof__(cuStreamEndCapture) *t_end_capture;
 static __typeof__(cuLaunchHostFunc) *t_host_func;
 static __typeof__(cuStreamSynchronize) *t_stream_sync;
+static unsigned long long (*t_counter)(const char *name);
+static int (*t_fail)(const char *spec);
 
 static CUcontext t_ctx[2];
 static struct layout t_layout;
@@ -186,6 +189,42 @@ static void test_no_context(void)
 	CU_ASSERT(r == NULL);
 }
 
+/* Fails the driver's pointer query at its next calls number first and first + 1 (0: none). */
+static void t_fail_queries(int first, int second)
+{
+	unsigned long long c = t_counter("cuPointerGetAttributes");
+	char spec[128] = "";
+
+	if (first)
+		snprintf(spec, sizeof(spec), "cuPointerGetAttributes#%llu", c + (unsigned)first);
+	if (second)
+		snprintf(spec + strlen(spec), sizeof(spec) - strlen(spec), ",cuPointerGetAttributes#%llu",
+			 c + (unsigned)second);
+	CU_ASSERT_FATAL(t_fail(spec) >= 0);
+}
+
+/* A pointer query that fails once does not lose a cudaMemcpyDefault copy. */
+static void test_query_fails_once(void)
+{
+	struct classify_in in = t_in(T_PTR(t_dev), t_pinned, 4 * ROW, CL_DIR_INFER);
+	struct classify_out out;
+	unsigned long long injected = t_counter("injected:cuPointerGetAttributes");
+
+	t_fail_queries(1, 0);   /* the destination's query */
+	CU_ASSERT_EQUAL(classify_copy(&in, &out), 1);
+	CU_ASSERT_EQUAL(out.reason, CL_POOL);
+	in.n = 3000;            /* the source's query, on a copy that matches no spec */
+	t_fail_queries(2, 0);
+	CU_ASSERT_EQUAL(classify_copy(&in, &out), 1);
+	CU_ASSERT_EQUAL(out.reason, CL_NO_MATCH);
+	CU_ASSERT_EQUAL(t_counter("injected:cuPointerGetAttributes"), injected + 2);
+	/* one that fails again cannot tell the direction: left to the driver */
+	t_fail_queries(1, 2);
+	CU_ASSERT_EQUAL(classify_copy(&in, &out), 0);
+	CU_ASSERT_EQUAL(t_counter("injected:cuPointerGetAttributes"), injected + 4);
+	t_fail_queries(0, 0);
+}
+
 static int t_suite_init(void)
 {
 	void *h;
@@ -206,8 +245,11 @@ static int t_suite_init(void)
 	*(void **)&t_end_capture = dlsym(h, "cuStreamEndCapture");
 	*(void **)&t_host_func = dlsym(h, "cuLaunchHostFunc");
 	*(void **)&t_stream_sync = dlsym(h, "cuStreamSynchronize");
+	*(void **)&t_counter = dlsym(h, "fakecuda_counter");
+	*(void **)&t_fail = dlsym(h, "fakecuda_fail");
 	if (!t_init || !t_retain || !t_setctx || !t_alloc || !t_managed || !t_hostalloc ||
-	    !t_stream_create || !t_begin_capture || !t_end_capture || !t_host_func || !t_stream_sync)
+	    !t_stream_create || !t_begin_capture || !t_end_capture || !t_host_func || !t_stream_sync ||
+	    !t_counter || !t_fail)
 		return -1;
 	if (t_init(0) || t_retain(&t_ctx[0], 0) || t_retain(&t_ctx[1], 1))
 		return -1;
@@ -229,6 +271,8 @@ static const CU_TestInfo tests[] = {
 	{ "copies that are not host-to-device are none of the shim's business",
 	  test_not_host_to_device },
 	{ "a thread without a context passes its copies through", test_no_context },
+	{ "a pointer query that fails once is asked again: no cudaMemcpyDefault copy is lost",
+	  test_query_fails_once },
 	CU_TEST_INFO_NULL,
 };
 
