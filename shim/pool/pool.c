@@ -371,14 +371,15 @@ static uint64_t pool_thread_ops(void)
  * shim's CPU time is read, timed on the thread's CPU clock too, to be
  * taken off it (a send may block or be descheduled: its wall time is not
  * its CPU time). The misses the pool sends as one batched call
- * (issue.c) do not come this way: their wall time (x->h2d_ns, less
- * these sends') is taken off instead.
+ * (issue.c) do not come this way: they are timed on the CPU clock there
+ * (x->batch_cpu_ns), never by their wall time, which on a busy machine is
+ * mostly the wait for a core and took the whole copy's CPU time to 0.
  */
 struct pool_counted {
 	struct pool_request r;
 	const struct pool_request *orig;
 	struct pool_copy_ctx *x;
-	uint64_t sends, send_cpu_ns, send_wall_ns;
+	uint64_t sends, send_cpu_ns;
 	int cpu;                /* time the sends' CPU */
 };
 
@@ -386,16 +387,13 @@ struct pool_counted {
 static int pool_counted_send(struct pool_counted *c, int sync, uint64_t off, uint64_t len)
 {
 	int measured = c->x->measure && off == 0 && len == c->orig->n && pool_link_begin(c->x);
-	uint64_t t0 = c->cpu ? ledger_cpu_now() : 0, w0 = measured || c->cpu ? pool_now_ns() : 0, w1;
+	uint64_t t0 = c->cpu ? ledger_cpu_now() : 0, w0 = measured ? pool_now_ns() : 0;
 	int err = sync ? c->orig->h2d_sync(c->orig->arg, off, len) : c->orig->h2d(c->orig->arg, off, len);
 
-	w1 = measured || c->cpu ? pool_now_ns() : 0;
 	if (measured)
-		pool_link_end(c->x, err == 0, w1 - w0);
-	if (c->cpu) {
+		pool_link_end(c->x, err == 0, pool_now_ns() - w0);
+	if (c->cpu)
 		c->send_cpu_ns += ledger_cpu_now() - t0;
-		c->send_wall_ns += w1 - w0;
-	}
 	c->sends++;
 	return err;
 }
@@ -521,7 +519,7 @@ out_free:
 out:
 	ledger_elapsed(&t0, &wall_ns, &cpu_ns);
 	wall_ns = pool_sub(wall_ns, x.h2d_ns);
-	cpu_ns = pool_sub(cpu_ns, rc.cpu ? rc.send_cpu_ns + pool_sub(x.h2d_ns, rc.send_wall_ns) : x.h2d_ns);
+	cpu_ns = pool_sub(cpu_ns, rc.cpu ? rc.send_cpu_ns + x.batch_cpu_ns : x.h2d_ns);
 	stats_add(ST_TIME_SHIM_NS, wall_ns);
 	stats_add(ST_TIME_SHIM_CPU_NS, cpu_ns);
 	/* The ledger weighs host time: a synchronous copy's wait for its stream is the device's. */

@@ -131,6 +131,7 @@ struct pool_copy_ctx {
 	 * the shim's); the time its rows took to hash. */
 	int measure, timed_cpu;
 	uint64_t wait_ns, wait_cpu_ns, fp_ns;
+	uint64_t batch_cpu_ns;  /* CPU time of the batched sends of misses (issue.c), when timed_cpu */
 };
 
 static inline uint64_t pool_now_ns(void)
