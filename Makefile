@@ -6,7 +6,8 @@
 #   make bench           benchmarks (ratios against baselines measured in the same run)
 #   make fuzz            libFuzzer targets, FUZZ_SECONDS each (clang; tests/fuzz)
 #   make tsan            ThreadSanitizer build and runs of the threaded programs
-#   make soak DURATION=30m   random scenarios on the emulated device, then a larger fault sweep
+#   make soak DURATION=30m   random scenarios on the emulated device (default 10m; SEED=N
+#                        plans the same ones again), then a larger fault sweep (SWEEP=0: none)
 #   make install PREFIX=/usr/local     command, library, man page (man vrampool)
 #   make uninstall PREFIX=/usr/local   removes what install put there
 #   make ptx             refresh the committed shim/device/gather.ptx with nvcc
@@ -335,7 +336,7 @@ tsan:
 # device for DURATION, then the fault sweep with more kinds (scripts/soak.sh);
 # SEED=N gives a soak's scenarios again, SWEEP=0 leaves the sweep out. It
 # builds what it runs first; deps.sh is not run.
-DURATION ?= 5m
+DURATION ?= 10m
 SOAK_BUILT := $(B)/libvrampool.so $(B)/vrampool $(B)/fakecuda/libcudart.so.13 $(APP_BIN)
 soak:
 	$(MAKE) $(SOAK_BUILT)
