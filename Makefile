@@ -6,6 +6,8 @@
 #   make bench           benchmarks (ratios against baselines measured in the same run)
 #   make fuzz            libFuzzer targets, FUZZ_SECONDS each (clang; tests/fuzz)
 #   make tsan            ThreadSanitizer build and runs of the threaded programs
+#   make soak DURATION=30m   random scenarios on the emulated device (default 10m; SEED=N
+#                        plans the same ones again), then a larger fault sweep (SWEEP=0: none)
 #   make install PREFIX=/usr/local     command, library, man page (man vrampool)
 #   make uninstall PREFIX=/usr/local   removes what install put there
 #   make ptx             refresh the committed shim/device/gather.ptx with nvcc
@@ -330,6 +332,16 @@ tsan:
 		$(TSAN_BUILT:%=$(B)/tsan/%)
 	scripts/tsan.sh
 
+# The soak (outside `make test`, issue 17): random scenarios on the emulated
+# device for DURATION, then the fault sweep with more kinds (scripts/soak.sh);
+# SEED=N gives a soak's scenarios again, SWEEP=0 leaves the sweep out. It
+# builds what it runs first; deps.sh is not run.
+DURATION ?= 10m
+SOAK_BUILT := $(B)/libvrampool.so $(B)/vrampool $(B)/fakecuda/libcudart.so.13 $(APP_BIN)
+soak:
+	$(MAKE) $(SOAK_BUILT)
+	DURATION=$(DURATION) SEED=$(SEED) SOAK_SWEEP=$(SWEEP) scripts/soak.sh
+
 MANDIR := $(PREFIX)/share/man/man1
 
 install: $(B)/libvrampool.so $(B)/vrampool $(B)/vrampool.1
@@ -352,4 +364,5 @@ $(B)/unit/obj $(B)/unit/tool $(B)/bench $(B)/gpu $(B)/fuzz $(B)/fuzz/replay:
 	mkdir -p $@
 
 .PHONY: all deps test demo bench fuzz tsan install uninstall clean ptx
+.PHONY: soak
 .SECONDARY:
