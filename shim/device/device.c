@@ -91,6 +91,8 @@ static void device_load(void)
 	/* Optional: without it every run of rows is its own copy. */
 	*(void **)&drv.memcpy_batch_async = dlreal_sym(h, "cuMemcpyBatchAsync_v2");
 	*(void **)&drv.exchange_capture_mode = dlreal_sym(h, "cuThreadExchangeStreamCaptureMode");
+	*(void **)&drv.ctx_push = dlreal_sym(h, "cuCtxPushCurrent_v2");
+	*(void **)&drv.ctx_pop = dlreal_sym(h, "cuCtxPopCurrent_v2");
 	*(void **)&drv.ctx_get_id = dlreal_sym(h, "cuCtxGetId");
 	*(void **)&drv.module_load_data = dlreal_sym(h, "cuModuleLoadData");
 	*(void **)&drv.module_get_function = dlreal_sym(h, "cuModuleGetFunction");
@@ -243,9 +245,17 @@ int device_ctx_enter(int dev, CUcontext *prev)
 
 	if (dev < 0 || dev >= DEVICE_MAX)
 		return -EINVAL;
-	/* Without knowing the caller's context it could not be put back: do nothing. */
-	if (device_own(drv.ctx_get_current(prev)))
+	/*
+	 * Without knowing the caller's context it could not be put back by
+	 * name: push dev's on the thread's stack and pop it after (issue 17,
+	 * item A: a reclaim must still free); without push and pop, do nothing.
+	 */
+	err = device_own(drv.ctx_get_current(prev));
+	if (err && (!drv.ctx_push || !drv.ctx_pop))
 		return -EIO;
+	if (err)
+		*prev = DEVICE_CTX_PUSHED;
+	err = 0;
 	pthread_mutex_lock(&device_ctx_lock);
 	if (!device_ctx[dev])
 		err = device_own(drv.primary_ctx_retain(&device_ctx[dev], (CUdevice)dev));
@@ -253,6 +263,8 @@ int device_ctx_enter(int dev, CUcontext *prev)
 	pthread_mutex_unlock(&device_ctx_lock);
 	if (err)
 		return err;
+	if (*prev == DEVICE_CTX_PUSHED)
+		return device_own(drv.ctx_push(ctx));
 	if (*prev != ctx)
 		return device_own(drv.ctx_set_current(ctx));
 	return 0;
@@ -260,6 +272,13 @@ int device_ctx_enter(int dev, CUcontext *prev)
 
 void device_ctx_leave(int dev, CUcontext prev)
 {
+	CUcontext popped;
+
+	if (prev == DEVICE_CTX_PUSHED) {
+		if (device_own(drv.ctx_pop(&popped)))
+			drv.ctx_pop(&popped);  /* once more: the program's thread must get its context back */
+		return;
+	}
 	if (prev != device_ctx[dev] && device_own(drv.ctx_set_current(prev)))
 		drv.ctx_set_current(prev);     /* once more: the program's thread must get its context back */
 }

@@ -301,8 +301,11 @@ int calls_alloc_again(struct alloc_call *a, int err)
 	}
 	if (err != a->oom)
 		return 0;
-	if (!a->retries && (!calls_cfg->enabled || device_open() || (a->dev < 0 && device_current(&a->dev))))
+	if (!a->retries && (!calls_cfg->enabled || device_open()))
 		return 0;
+	/* A current device that cannot be read leaves a->dev at -1: every pool gives back (item A). */
+	if (!a->retries && a->dev < 0 && device_current(&a->dev))
+		a->dev = -1;
 	if (pool_reclaim(a->dev, a->need) <= 0)
 		return 0;
 	calls_alloc_clear(a);

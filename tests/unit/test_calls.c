@@ -409,6 +409,82 @@ static void test_a_batch_counts_each_host_to_device_entry(void)
 	free(rows);
 }
 
+/* Fills a fresh pool with the slab of ROWS rows (four copies of them: a capture, then hits). */
+static void c_fill_pool(CUdeviceptr dst, unsigned char *rows)
+{
+	unsigned deliveries;
+
+	c_setup(C_ON);
+	c_fill(rows, 40);
+	c_four_copies(dst, rows, &deliveries);
+	CU_ASSERT_FATAL(stats_get(ST_POOL_BYTES) > 0);
+}
+
+/* The program's allocation on its current device (dev -1) ran out of memory: the answer of calls_alloc_again. */
+static int c_oom_again(void)
+{
+	struct alloc_call a = { .oom = CUDA_ERROR_OUT_OF_MEMORY, .dev = -1, .need = 1 };
+
+	calls_alloc_begin(&a);
+	return calls_alloc_again(&a, CUDA_ERROR_OUT_OF_MEMORY);
+}
+
+/*
+ * Issue 17, item A: the program runs out of memory while its current
+ * device cannot be read (cuCtxGetDevice fails): every pool gives its
+ * slabs back and the allocation is tried again. A slab free that fails
+ * once is tried again after the device is synchronised. When even the
+ * thread's context cannot be read, the device's is pushed and popped.
+ */
+static void test_oom_with_unknown_device_reclaims_every_pool(void)
+{
+	unsigned char *rows = malloc(ROWS * ROW);
+	unsigned long long syncs, frees;
+	uint64_t evictions, retries;
+	char spec[64];
+	CUdeviceptr dst;
+
+	CU_ASSERT_FATAL(rows != NULL);
+	CU_ASSERT_FATAL(c_fc.alloc(&dst, ROWS * ROW) == CUDA_SUCCESS);
+	c_fill_pool(dst, rows);
+	evictions = stats_get(ST_POOL_EVICTIONS);
+	retries = stats_get(ST_POOL_OOM_RETRIES);
+	CU_ASSERT_FATAL(c_fc.fail("cuCtxGetDevice") == 1);
+	CU_ASSERT_EQUAL(c_oom_again(), 1);
+	CU_ASSERT_FATAL(c_fc.fail("") == 0);
+	CU_ASSERT(c_fc.counter("injected:cuCtxGetDevice") >= 1);
+	CU_ASSERT(stats_get(ST_POOL_EVICTIONS) > evictions);
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_OOM_RETRIES), retries + 1);
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_BYTES), 0);
+
+	/* the next slab free fails once: freed after a device sync (the reclaim's own sync, then one more) */
+	c_fill_pool(dst, rows);
+	frees = c_fc.counter("cuMemFree_v2");
+	syncs = c_fc.counter("cuCtxSynchronize");
+	evictions = stats_get(ST_POOL_EVICTIONS);
+	snprintf(spec, sizeof(spec), "cuMemFree_v2#%llu", frees + 1);
+	CU_ASSERT_FATAL(c_fc.fail(spec) == 1);
+	CU_ASSERT_EQUAL(c_oom_again(), 1);
+	CU_ASSERT_FATAL(c_fc.fail("") == 0);
+	CU_ASSERT_EQUAL(c_fc.counter("injected:cuMemFree_v2"), 1);
+	CU_ASSERT_EQUAL(c_fc.counter("cuMemFree_v2"), frees + 2);
+	CU_ASSERT_EQUAL(c_fc.counter("cuCtxSynchronize"), syncs + 2);
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_EVICTIONS), evictions + 1);
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_BYTES), 0);
+
+	/* the calling thread's context cannot be read at all: the reclaim pushes the device's, then pops it */
+	c_fill_pool(dst, rows);
+	frees = c_fc.counter("cuCtxPushCurrent_v2");
+	CU_ASSERT_FATAL(c_fc.fail("cuCtxGetCurrent") == 1);
+	CU_ASSERT_EQUAL(c_oom_again(), 1);
+	CU_ASSERT_FATAL(c_fc.fail("") == 0);
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_BYTES), 0);
+	CU_ASSERT(c_fc.counter("cuCtxPushCurrent_v2") > frees);
+	CU_ASSERT_EQUAL(c_fc.counter("cuCtxPushCurrent_v2"), c_fc.counter("cuCtxPopCurrent_v2"));
+	c_fc.free(dst);
+	free(rows);
+}
+
 static int c_suite_init(void)
 {
 	static const char *const names[] = {
@@ -447,6 +523,8 @@ static const CU_TestInfo tests[] = {
 	  test_a_copy_delivered_twice_is_counted_once },
 	{ "a batch is one batch call and one copy per host-to-device entry",
 	  test_a_batch_counts_each_host_to_device_entry },
+	{ "out of memory while the current device cannot be read: every pool gives back, and a free "
+	  "that fails once is retried after a sync", test_oom_with_unknown_device_reclaims_every_pool },
 	CU_TEST_INFO_NULL,
 };
 
