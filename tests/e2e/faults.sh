@@ -336,9 +336,13 @@ startup() {
 	verdict ref-pool start-1 "cuInit#1" || return 1
 	[ "$(jget "$TMP/start-1.json" rows.hits)" -gt 0 ] ||
 		{ echo "cuInit failed once: 0 hits, pool $(jget "$TMP/start-1.json" pool.state)"; return 1; }
+	# failing for good: the dump blames the driver, not the probe
+	trainer start-all pool "cuInit"
+	grep -q 'verified OK' "$TMP/start-all.out" || { echo "cuInit failing for good: the run did not verify"; return 1; }
+	jget "$TMP/start-all.json" reason | grep -q "cuInit failed" ||
+		{ echo "cuInit failing for good: reason \"$(jget "$TMP/start-all.json" reason)\""; return 1; }
 }
-known_bug "a driver start-up (cuInit) that fails once is tried again and the pool then serves" \
-	"item C: one transient cuInit failure switches the pool off for the run" startup
+check "a driver start-up (cuInit) that fails once is tried again and the pool then serves" startup
 
 # What the sweep did, for the log.
 summary() {
