@@ -539,6 +539,20 @@ void device_capture_restore(int mode)
 
 void device_ctx_atfork_child(void)
 {
+	int loading = 1;
+
+	/* Issue 17, item F: a thread of the parent may have held the lock, or
+	 * been loading the driver, at the fork; it does not exist here. */
+	pthread_mutex_init(&device_ctx_lock, NULL);
+	atomic_compare_exchange_strong(&device_state, &loading, 0);
 	for (int i = 0; i < DEVICE_MAX; i++)
 		device_ctx[i] = NULL;
+}
+
+void device_ctx_lock_for_tests(int hold)
+{
+	if (hold)
+		pthread_mutex_lock(&device_ctx_lock);
+	else
+		pthread_mutex_unlock(&device_ctx_lock);
 }

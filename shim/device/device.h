@@ -356,7 +356,19 @@ int device_host_func(dev_stream s, void (*fn)(void *arg), void *arg);
 int device_capture_relax(void);
 void device_capture_restore(int mode);
 
-/* In a forked child: the parent's contexts are unusable here; forget them. */
+/*
+ * In a forked child: the parent's contexts are unusable here; forget them.
+ * The layer's locks are made anew (a thread of the parent may have held
+ * one at the fork), and a driver load another thread had under way starts
+ * again on the next device_open.
+ */
 void device_atfork_child(void);
+
+/*
+ * Test hook (issue 17, item F): takes (hold 1) or releases (hold 0) on the
+ * calling thread the lock under which contexts are retained, as a thread
+ * inside device_ctx_enter holds it, so that a test can fork meanwhile.
+ */
+void device_ctx_lock_for_tests(int hold);
 
 #endif

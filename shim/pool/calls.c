@@ -350,16 +350,25 @@ static void calls_initial_state(void)
 	}
 }
 
-void calls_setup(const struct config *c)
+/* Starts the layout finder afresh, when the configuration has it look. */
+static void calls_autolayout_setup(const struct config *c)
 {
-	calls_cfg = c;
-	calls_initial_state();
 	if (c->has_layout && c->layout.is_auto && !c->off && !c->invalid)
 		autolayout_setup(AUTOLAYOUT_POOL);
 	else if (!c->has_layout && !c->off && !c->invalid)
 		autolayout_setup(AUTOLAYOUT_SUGGEST);
-	else
+	else {
 		atomic_store(&calls_auto_state, AUTOLAYOUT_NOTHING);
+		return;
+	}
+	atomic_store(&calls_auto_state, AUTOLAYOUT_LOOKING);
+}
+
+void calls_setup(const struct config *c)
+{
+	calls_cfg = c;
+	calls_initial_state();
+	calls_autolayout_setup(c);
 	pool_setup(c);
 	fingerprint_init(c->threads);
 }
@@ -370,6 +379,10 @@ void calls_atfork_child(void)
 
 	pool_atfork_child();
 	device_atfork_child();
+	/* Issue 17, item F: a child that has no layout yet looks afresh, with a
+	 * new lock (a thread of the parent may have held the finder's). */
+	if (atomic_load(&calls_auto_state) != AUTOLAYOUT_FOUND)
+		calls_autolayout_setup(c);
 	fingerprint_atfork_child();
 	specpick_reset();
 	whatif_reset();

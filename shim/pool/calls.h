@@ -144,7 +144,9 @@ void calls_setup(const struct config *c);
  * In a forked child, which cannot use its parent's CUDA context: forgets
  * the pools, the device's handles, the fingerprint workers, the spec
  * choices and the what-if figures, and zeroes the counters (keeping the
- * layout found). Call it before report_atfork_child.
+ * layout found; a child that has found none yet starts the layout finder
+ * afresh, with a new lock). Locks a thread of the parent held at the fork
+ * are made anew. Call it before report_atfork_child.
  */
 void calls_atfork_child(void);
 

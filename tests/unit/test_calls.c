@@ -13,14 +13,19 @@
 #include <CUnit/Basic.h>
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cunit_main.h"
 #include "core/config.h"
 #include "core/stats.h"
 #include "device/device.h"
+#include "pool/autolayout.h"
 #include "pool/calls.h"
 #include "pool/fingerprint.h"
 #include "pool/pool.h"
@@ -485,6 +490,113 @@ static void test_oom_with_unknown_device_reclaims_every_pool(void)
 	free(rows);
 }
 
+/* ---- fork while another thread holds the locks (issue 17, item F) ------------- */
+
+#define F_SAMPLES 256
+#define F_BATCH 32
+
+static sem_t f_held, f_forked;
+
+/* Holds the device layer's context lock and the layout finder's lock until the fork is done. */
+static void *f_hold_locks(void *arg)
+{
+	(void)arg;
+	device_ctx_lock_for_tests(1);
+	autolayout_lock_for_tests(1);
+	sem_post(&f_held);
+	while (sem_wait(&f_forked) != 0)
+		;
+	autolayout_lock_for_tests(0);
+	device_ctx_lock_for_tests(0);
+	return NULL;
+}
+
+/*
+ * In the forked child, as life.c's handler would: forgets the parent's
+ * state, starts its own context, then copies reshuffled batches of 3072-byte
+ * samples until the automatic layout is found and its rows are served.
+ * Returns 0, or the step that failed (a hang is ended by the alarm).
+ */
+static int f_child(void)
+{
+	static unsigned char data[F_SAMPLES * ROW], stage[F_BATCH * ROW];
+	unsigned order[F_SAMPLES], rng = 7;
+	char layout[64];
+	CUdeviceptr dst;
+	CUcontext ctx;
+	struct c_copy c;
+
+	calls_atfork_child();
+	if (c_fc.init(0) || c_fc.retain(&ctx, 0) || c_fc.set_current(ctx) || c_fc.alloc(&dst, sizeof(stage)))
+		return 2;
+	for (unsigned i = 0; i < sizeof(data); i++) {
+		rng = rng * 1103515245u + 12345u;
+		data[i] = (unsigned char)(rng >> 16);
+	}
+	for (unsigned i = 0; i < F_SAMPLES; i++)
+		order[i] = i;
+	for (int epoch = 0; epoch < 6 && stats_get(ST_BYTES_SERVED) == 0; epoch++) {
+		for (unsigned i = F_SAMPLES - 1; i > 0; i--) {
+			unsigned j, t;
+
+			rng = rng * 1103515245u + 12345u;
+			j = (rng >> 8) % (i + 1);
+			t = order[i];
+			order[i] = order[j];
+			order[j] = t;
+		}
+		for (unsigned b = 0; b < F_SAMPLES / F_BATCH; b++) {
+			for (unsigned k = 0; k < F_BATCH; k++)
+				memcpy(stage + k * ROW, data + order[b * F_BATCH + k] * ROW, ROW);
+			c_describe(&c, dst, stage, sizeof(stage), 0);
+			if (calls_copy(&c.cc) || !c_landed(dst, stage, sizeof(stage)))
+				return 3;
+		}
+	}
+	stats_get_text(STATS_LAYOUT, layout, sizeof(layout));
+	if (strcmp(layout, "3072") != 0)
+		return 4;       /* the layout finder never decided */
+	if (stats_get(ST_BYTES_SERVED) == 0 || stats_get(ST_POOL_SLABS) == 0)
+		return 5;
+	if (device_sync(0) != 0)
+		return 6;
+	return 0;
+}
+
+/*
+ * A fork while another thread holds the device layer's context lock and
+ * the layout finder's lock: in the child, the automatic layout is found
+ * and the first probe, slab allocation and sync complete (an alarm turns
+ * a hang into a failure).
+ */
+static void test_fork_while_another_thread_holds_the_locks(void)
+{
+	pthread_t t;
+	int status = -1;
+	pid_t pid;
+
+	c_setup("VRAMPOOL_LAYOUT=auto VRAMPOOL_BUDGET=64M VRAMPOOL_SLAB=1M VRAMPOOL_LEDGER=force");
+	CU_ASSERT_FATAL(sem_init(&f_held, 0, 0) == 0 && sem_init(&f_forked, 0, 0) == 0);
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, f_hold_locks, NULL) == 0);
+	while (sem_wait(&f_held) != 0)
+		;
+	pid = fork();
+	if (pid == 0) {
+		alarm(20);
+		_exit(f_child());
+	}
+	sem_post(&f_forked);
+	pthread_join(t, NULL);
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fprintf(stderr, "child: %s %d\n", WIFEXITED(status) ? "exit" : "signal",
+			WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	sem_destroy(&f_held);
+	sem_destroy(&f_forked);
+}
+
 static int c_suite_init(void)
 {
 	static const char *const names[] = {
@@ -525,6 +637,8 @@ static const CU_TestInfo tests[] = {
 	  test_a_batch_counts_each_host_to_device_entry },
 	{ "out of memory while the current device cannot be read: every pool gives back, and a free "
 	  "that fails once is retried after a sync", test_oom_with_unknown_device_reclaims_every_pool },
+	{ "a fork while another thread holds the context and layout locks: the child decides its layout, "
+	  "probes, allocates slabs and syncs", test_fork_while_another_thread_holds_the_locks },
 	CU_TEST_INFO_NULL,
 };
 
