@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/dlreal.h"
 #include "core/log.h"
 #include "core/stats.h"
@@ -38,8 +39,21 @@
 
 struct device_driver drv;
 
-static _Atomic int device_state;        /* 0 not tried, 1 loading, 2 loaded, -1 failed */
+/* 0 not tried, 1 loading, 2 loaded, 3 start-up failed (tried again later), -1 failed for good */
+static _Atomic int device_state;
 static int device_loaded;   /* 1 ok, -1 failed */
+
+/*
+ * The driver's start-up (cuInit) that failed (issue 17, item C): tried
+ * again on a later call, at most DEVICE_START_TRIES times in all, the
+ * k-th retry no sooner than DEVICE_START_FIRST_MS << (k - 1) ms after the
+ * failure before it. Written by the one thread that holds state 1.
+ */
+#define DEVICE_START_TRIES 12      /* cuInit calls at most: about 4 s of retries */
+#define DEVICE_START_FIRST_MS 1    /* the first retry's delay, doubled each time */
+static _Atomic int device_start_fails;          /* cuInit calls that failed */
+static _Atomic uint64_t device_start_next_ns;   /* state 3: no retry before this (clock_now_ns) */
+static _Atomic int device_start_err;            /* the last failure's CUresult */
 static pthread_mutex_t device_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static CUcontext device_ctx[DEVICE_MAX];
 
@@ -91,6 +105,8 @@ static void device_load(void)
 	/* Optional: without it every run of rows is its own copy. */
 	*(void **)&drv.memcpy_batch_async = dlreal_sym(h, "cuMemcpyBatchAsync_v2");
 	*(void **)&drv.exchange_capture_mode = dlreal_sym(h, "cuThreadExchangeStreamCaptureMode");
+	*(void **)&drv.ctx_push = dlreal_sym(h, "cuCtxPushCurrent_v2");
+	*(void **)&drv.ctx_pop = dlreal_sym(h, "cuCtxPopCurrent_v2");
 	*(void **)&drv.ctx_get_id = dlreal_sym(h, "cuCtxGetId");
 	*(void **)&drv.module_load_data = dlreal_sym(h, "cuModuleLoadData");
 	*(void **)&drv.module_get_function = dlreal_sym(h, "cuModuleGetFunction");
@@ -109,17 +125,53 @@ static void device_load(void)
 	*(void **)&drv.event_elapsed = dlreal_sym(h, "cuEventElapsedTime_v2");
 	if (!drv.event_elapsed)
 		*(void **)&drv.event_elapsed = dlreal_sym(h, "cuEventElapsedTime");
-	if (err || drv.init(0) != CUDA_SUCCESS) {
-		device_loaded = -1;
-		return;
+	device_loaded = err ? -1 : 1;
+}
+
+/* A start-up failure no retry can mend: no device, or not a real driver. */
+static int device_start_final(CUresult r)
+{
+	return r == CUDA_ERROR_NO_DEVICE || r == CUDA_ERROR_STUB_LIBRARY;
+}
+
+/*
+ * Under state 1: loads the library once, then starts the driver. Returns
+ * the next state: 2 started, 3 tried again later, -1 given up.
+ */
+static int device_start(void)
+{
+	CUresult r;
+	uint64_t ms;
+	int fails = atomic_load_explicit(&device_start_fails, memory_order_relaxed);
+
+	if (!device_loaded)
+		device_load();
+	if (device_loaded != 1)
+		return -1;
+	r = drv.init(0);
+	if (r == CUDA_SUCCESS) {
+		if (fails)
+			log_verbose("the driver started at try %d", fails + 1);
+		return 2;
 	}
-	device_loaded = 1;
+	atomic_store_explicit(&device_start_err, (int)r, memory_order_relaxed);
+	atomic_store_explicit(&device_start_fails, ++fails, memory_order_relaxed);
+	if (fails >= DEVICE_START_TRIES || device_start_final(r)) {
+		log_verbose("cuInit failed (%s, %d tries); the pool stays off", device_err_name(r), fails);
+		return -1;
+	}
+	ms = (uint64_t)DEVICE_START_FIRST_MS << (fails - 1);
+	atomic_store_explicit(&device_start_next_ns, clock_now_ns() + ms * 1000000u, memory_order_relaxed);
+	log_verbose("cuInit failed (%s); tried again in %llu ms", device_err_name(r), (unsigned long long)ms);
+	return 3;
 }
 
 /*
  * The first caller loads the driver; a caller that finds another thread
  * loading it waits at most DEVICE_LOAD_WAIT_MS, then gets -EAGAIN and the
- * shim passes its call through (see below).
+ * shim passes its call through (see below). A start-up that failed is
+ * tried again by the first caller past its back-off; until then a call
+ * costs a clock read.
  */
 int device_open(void)
 {
@@ -129,11 +181,15 @@ int device_open(void)
 		return 0;
 	if (st < 0)
 		return -ENOSYS;
-	if (st == 0 && atomic_compare_exchange_strong(&device_state, &st, 1)) {
-		device_load();
-		atomic_store_explicit(&device_state, device_loaded == 1 ? 2 : -1, memory_order_release);
-		return device_loaded == 1 ? 0 : -ENOSYS;
+	if (st == 3 && clock_now_ns() < atomic_load_explicit(&device_start_next_ns, memory_order_relaxed))
+		return -ENOSYS;
+	if ((st == 0 || st == 3) && atomic_compare_exchange_strong(&device_state, &st, 1)) {
+		st = device_start();
+		atomic_store_explicit(&device_state, st, memory_order_release);
+		return st == 2 ? 0 : -ENOSYS;
 	}
+	if (st == 3)
+		return -ENOSYS;         /* another thread took this retry */
 	/*
 	 * Another thread is loading it: wait for it, but boundedly. It may be
 	 * blocked on the dynamic linker's lock held by this thread (a library
@@ -146,11 +202,23 @@ int device_open(void)
 		st = atomic_load_explicit(&device_state, memory_order_acquire);
 		if (st == 2)
 			return 0;
-		if (st < 0)
+		if (st < 0 || st == 3)
 			return -ENOSYS;
 		nanosleep(&ts, NULL);
 	}
 	return -EAGAIN;
+}
+
+int device_start_failed(int *tries, int *given_up, int *err)
+{
+	int st = atomic_load_explicit(&device_state, memory_order_acquire);
+
+	if (st != 3 && st != -1)
+		return 0;
+	*tries = atomic_load_explicit(&device_start_fails, memory_order_relaxed);
+	*given_up = st == -1;
+	*err = atomic_load_explicit(&device_start_err, memory_order_relaxed);
+	return 1;
 }
 
 /* The driver's name for r, for log lines. */
@@ -243,9 +311,17 @@ int device_ctx_enter(int dev, CUcontext *prev)
 
 	if (dev < 0 || dev >= DEVICE_MAX)
 		return -EINVAL;
-	/* Without knowing the caller's context it could not be put back: do nothing. */
-	if (device_own(drv.ctx_get_current(prev)))
+	/*
+	 * Without knowing the caller's context it could not be put back by
+	 * name: push dev's on the thread's stack and pop it after (issue 17,
+	 * item A: a reclaim must still free); without push and pop, do nothing.
+	 */
+	err = device_own(drv.ctx_get_current(prev));
+	if (err && (!drv.ctx_push || !drv.ctx_pop))
 		return -EIO;
+	if (err)
+		*prev = DEVICE_CTX_PUSHED;
+	err = 0;
 	pthread_mutex_lock(&device_ctx_lock);
 	if (!device_ctx[dev])
 		err = device_own(drv.primary_ctx_retain(&device_ctx[dev], (CUdevice)dev));
@@ -253,6 +329,8 @@ int device_ctx_enter(int dev, CUcontext *prev)
 	pthread_mutex_unlock(&device_ctx_lock);
 	if (err)
 		return err;
+	if (*prev == DEVICE_CTX_PUSHED)
+		return device_own(drv.ctx_push(ctx));
 	if (*prev != ctx)
 		return device_own(drv.ctx_set_current(ctx));
 	return 0;
@@ -260,6 +338,13 @@ int device_ctx_enter(int dev, CUcontext *prev)
 
 void device_ctx_leave(int dev, CUcontext prev)
 {
+	CUcontext popped;
+
+	if (prev == DEVICE_CTX_PUSHED) {
+		if (device_own(drv.ctx_pop(&popped)))
+			drv.ctx_pop(&popped);  /* once more: the program's thread must get its context back */
+		return;
+	}
 	if (prev != device_ctx[dev] && device_own(drv.ctx_set_current(prev)))
 		drv.ctx_set_current(prev);     /* once more: the program's thread must get its context back */
 }
@@ -454,6 +539,20 @@ void device_capture_restore(int mode)
 
 void device_ctx_atfork_child(void)
 {
+	int loading = 1;
+
+	/* Issue 17, item F: a thread of the parent may have held the lock, or
+	 * been loading the driver, at the fork; it does not exist here. */
+	pthread_mutex_init(&device_ctx_lock, NULL);
+	atomic_compare_exchange_strong(&device_state, &loading, 0);
 	for (int i = 0; i < DEVICE_MAX; i++)
 		device_ctx[i] = NULL;
+}
+
+void device_ctx_lock_for_tests(int hold)
+{
+	if (hold)
+		pthread_mutex_lock(&device_ctx_lock);
+	else
+		pthread_mutex_unlock(&device_ctx_lock);
 }

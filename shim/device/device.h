@@ -48,8 +48,25 @@ enum dev_mem {
 	DEV_MEM_MANAGED,       /* managed memory */
 };
 
-/* Loads the driver once (thread-safe). Returns 0 or -ENOSYS. */
+/*
+ * Loads the driver (thread-safe). Returns 0 or -ENOSYS. Once started it
+ * stays started (one atomic load a call). A library or symbol that cannot
+ * be loaded is final. A start-up (cuInit) that fails is tried again by a
+ * later call (issue 17, item C): the k-th retry no sooner than 2^(k-1) ms
+ * after the failure before it, 12 tries in all (about 4 s), then given up
+ * for the process; no device (CUDA_ERROR_NO_DEVICE) or a stub library
+ * gives up at once. Until a retry is due a call costs a clock read.
+ */
 int device_open(void);
+
+/*
+ * Why the driver is not started, for the dump: 0 when it started, is
+ * starting or was never tried; else 1 with *tries (the cuInit calls that
+ * failed; 0: libcuda.so.1 or a symbol of it could not be loaded),
+ * *given_up (1: it will not be tried again) and *err (the last cuInit's
+ * CUresult). Lock-free; makes no CUDA call.
+ */
+int device_start_failed(int *tries, int *given_up, int *err);
 
 /*
  * Classifies p. Returns 0 with *kind, *ordinal (-1 for host) and, when end
@@ -339,7 +356,19 @@ int device_host_func(dev_stream s, void (*fn)(void *arg), void *arg);
 int device_capture_relax(void);
 void device_capture_restore(int mode);
 
-/* In a forked child: the parent's contexts are unusable here; forget them. */
+/*
+ * In a forked child: the parent's contexts are unusable here; forget them.
+ * The layer's locks are made anew (a thread of the parent may have held
+ * one at the fork), and a driver load another thread had under way starts
+ * again on the next device_open.
+ */
 void device_atfork_child(void);
+
+/*
+ * Test hook (issue 17, item F): takes (hold 1) or releases (hold 0) on the
+ * calling thread the lock under which contexts are retained, as a thread
+ * inside device_ctx_enter holds it, so that a test can fork meanwhile.
+ */
+void device_ctx_lock_for_tests(int hold);
 
 #endif

@@ -81,6 +81,9 @@ struct device_driver {
 	__typeof__(cuLaunchHostFunc) *launch_host_func;
 	__typeof__(cuMemcpyBatchAsync_v2) *memcpy_batch_async;   /* CUDA 12.8+, may be NULL */
 	__typeof__(cuThreadExchangeStreamCaptureMode) *exchange_capture_mode;   /* may be NULL */
+	/* Issue 17, item A: entering a context whose caller's cannot be read (may be NULL). */
+	__typeof__(cuCtxPushCurrent) *ctx_push;
+	__typeof__(cuCtxPopCurrent) *ctx_pop;
 	__typeof__(cuCtxGetId) *ctx_get_id;     /* CUDA 12.0+, may be NULL */
 	/* The gather kernel and its self-test; without any of them the kernel is off. */
 	__typeof__(cuModuleLoadData) *module_load_data;
@@ -171,10 +174,14 @@ const char *device_err_name(CUresult r);
 /*
  * Makes device dev's primary context current on this thread (retaining it
  * on first use, under device_ctx_lock) and returns the previous one in
- * *prev. Returns 0, -EINVAL, -EIO or the retain's error (counted).
+ * *prev; when that cannot be read (cuCtxGetCurrent fails), dev's context
+ * is pushed (cuCtxPushCurrent) and *prev is DEVICE_CTX_PUSHED, so that
+ * leaving pops it. Returns 0, -EINVAL, -EIO or the retain's error (counted).
  * device_ctx_leave puts *prev back; call it only after a 0.
  */
 int device_ctx_enter(int dev, CUcontext *prev);
+/* *prev when the caller's context could not be read: dev's was pushed, and leaving pops it. */
+#define DEVICE_CTX_PUSHED ((CUcontext)(uintptr_t)-1)
 void device_ctx_leave(int dev, CUcontext prev);
 
 /* Device dev's retained primary context, or NULL before the first device_ctx_enter. */

@@ -185,6 +185,14 @@ void autolayout_reset(void)
 	pthread_mutex_init(&al.lock, NULL);
 }
 
+void autolayout_lock_for_tests(int hold)
+{
+	if (hold)
+		pthread_mutex_lock(&al.lock);
+	else
+		pthread_mutex_unlock(&al.lock);
+}
+
 void autolayout_setup(enum autolayout_mode mode)
 {
 	autolayout_reset();

@@ -122,7 +122,18 @@ int autolayout_observe(const void *src, uint64_t n);
 /* Fills r with the current state, layout and evidence. */
 void autolayout_result(struct autolayout_result *r);
 
-/* Frees everything (tests, a forked child). */
+/*
+ * Frees everything (tests, a forked child). In a forked child whose lock
+ * was held at the fork by a thread that is gone, the records are forgotten
+ * and the lock made anew.
+ */
 void autolayout_reset(void);
+
+/*
+ * Test hook (issue 17, item F): takes (hold 1) or releases (hold 0) the
+ * module's lock on the calling thread, as an observing thread holds it,
+ * so that a test can fork meanwhile.
+ */
+void autolayout_lock_for_tests(int hold);
 
 #endif

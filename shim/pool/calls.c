@@ -301,8 +301,11 @@ int calls_alloc_again(struct alloc_call *a, int err)
 	}
 	if (err != a->oom)
 		return 0;
-	if (!a->retries && (!calls_cfg->enabled || device_open() || (a->dev < 0 && device_current(&a->dev))))
+	if (!a->retries && (!calls_cfg->enabled || device_open()))
 		return 0;
+	/* A current device that cannot be read leaves a->dev at -1: every pool gives back (item A). */
+	if (!a->retries && a->dev < 0 && device_current(&a->dev))
+		a->dev = -1;
 	if (pool_reclaim(a->dev, a->need) <= 0)
 		return 0;
 	calls_alloc_clear(a);
@@ -347,16 +350,25 @@ static void calls_initial_state(void)
 	}
 }
 
-void calls_setup(const struct config *c)
+/* Starts the layout finder afresh, when the configuration has it look. */
+static void calls_autolayout_setup(const struct config *c)
 {
-	calls_cfg = c;
-	calls_initial_state();
 	if (c->has_layout && c->layout.is_auto && !c->off && !c->invalid)
 		autolayout_setup(AUTOLAYOUT_POOL);
 	else if (!c->has_layout && !c->off && !c->invalid)
 		autolayout_setup(AUTOLAYOUT_SUGGEST);
-	else
+	else {
 		atomic_store(&calls_auto_state, AUTOLAYOUT_NOTHING);
+		return;
+	}
+	atomic_store(&calls_auto_state, AUTOLAYOUT_LOOKING);
+}
+
+void calls_setup(const struct config *c)
+{
+	calls_cfg = c;
+	calls_initial_state();
+	calls_autolayout_setup(c);
 	pool_setup(c);
 	fingerprint_init(c->threads);
 }
@@ -367,6 +379,10 @@ void calls_atfork_child(void)
 
 	pool_atfork_child();
 	device_atfork_child();
+	/* Issue 17, item F: a child that has no layout yet looks afresh, with a
+	 * new lock (a thread of the parent may have held the finder's). */
+	if (atomic_load(&calls_auto_state) != AUTOLAYOUT_FOUND)
+		calls_autolayout_setup(c);
 	fingerprint_atfork_child();
 	specpick_reset();
 	whatif_reset();

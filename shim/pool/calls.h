@@ -124,7 +124,9 @@ void calls_alloc_begin(struct alloc_call *a);
  * make the call again, 0 when err is the answer. On out-of-memory, while
  * the shim is enabled, pool memory is given back (pool_reclaim, newest
  * slabs first) and the call tried again, until it fits, fails otherwise,
- * or the pool has nothing left. The runtime's last error, set by a failed
+ * or the pool has nothing left. An allocation on the calling thread's
+ * current device whose device cannot be read (the driver's query fails)
+ * gets memory back from every pool. The runtime's last error, set by a failed
  * attempt, is cleared before each retry and after one that succeeded: the
  * program asked once and got its memory.
  */
@@ -142,7 +144,9 @@ void calls_setup(const struct config *c);
  * In a forked child, which cannot use its parent's CUDA context: forgets
  * the pools, the device's handles, the fingerprint workers, the spec
  * choices and the what-if figures, and zeroes the counters (keeping the
- * layout found). Call it before report_atfork_child.
+ * layout found; a child that has found none yet starts the layout finder
+ * afresh, with a new lock). Locks a thread of the parent held at the fork
+ * are made anew. Call it before report_atfork_child.
  */
 void calls_atfork_child(void);
 

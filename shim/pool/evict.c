@@ -67,8 +67,13 @@ int pool_evict_slab(struct pool *p, uint32_t id, const char *why)
 {
 	struct slab *s = p->slabs[id];
 	char b[32];
+	int err = device_mem_free(p->dev, s->base);
 
-	if (device_mem_free(p->dev, s->base) && device_mem_free(p->dev, s->base)) {
+	if (err) {      /* a free that fails once is tried again once the device is quiet (issue 17, A) */
+		device_sync(p->dev);
+		err = device_mem_free(p->dev, s->base);
+	}
+	if (err) {
 		log_verbose("could not free slab %u of device %d; it stays", id, p->dev);
 		return -EIO;
 	}

@@ -41,8 +41,9 @@ void pool_event_put(struct pool *p, dev_event ev);
 int pool_quiesce(struct pool *p);
 
 /*
- * Frees slab id: its device memory first (a failed free keeps the slab
- * whole and counts nothing), then its index entries, events and checks.
+ * Frees slab id: its device memory first (a free that fails is tried
+ * once more after a device_sync; failing again, it keeps the slab whole
+ * and counts nothing), then its index entries, events and checks.
  * why ("evicted", "displaced") goes in the verbose line. Returns 0 or -EIO.
  * Called with both locks held, after pool_quiesce.
  */

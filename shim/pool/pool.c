@@ -45,14 +45,14 @@ static void pool_probe(struct pool *p)
 				       "(%u tries); it is tried again", p->probe_failures);
 			return;
 		}
-		p->decided = 1;
+		__atomic_store_n(&p->decided, 1, __ATOMIC_RELEASE);     /* read unlocked in pool_copy (item E) */
 		stats_set_probe_decided();
 		stats_set_text(STATS_REASON, "the probe could not read free device memory (%u tries); "
 			       "the pool stays dormant", p->probe_failures);
 		log_verbose("probe: cannot read free memory of device %d; the pool stays dormant", p->dev);
 		return;
 	}
-	p->decided = 1;
+	__atomic_store_n(&p->decided, 1, __ATOMIC_RELEASE);
 	stats_set_probe_decided();
 	p->budget = budget_decide(pool_cfg, &b);
 	stats_set(ST_PROBE_FREE, b.free);
@@ -488,7 +488,8 @@ int pool_copy(struct pool *p, const struct pool_request *r)
 	fed = 1;
 	if (route == POOL_ROUTE_OBSERVE) {
 		err = pool_copy_observe(&x);
-		if (!err && p->decided && !pool_cfg->dry) {
+		/* Unlocked: the probe may decide meanwhile (issue 17, item E: an atomic read). */
+		if (!err && __atomic_load_n(&p->decided, __ATOMIC_ACQUIRE) && !pool_cfg->dry) {
 			pthread_mutex_lock(&p->mu);
 			backoff_full(b, 0, r->n, 0);
 			pthread_mutex_unlock(&p->mu);

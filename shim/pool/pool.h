@@ -137,7 +137,9 @@ int pool_copy(struct pool *p, const struct pool_request *r);
  * then more until the device reports need bytes free or the pool is
  * empty, and latches the budget. Returns the number of slabs evicted, 0
  * when there was nothing to evict, or a negative errno (the pool could not
- * safely free anything: said under VRAMPOOL_VERBOSE).
+ * safely free anything: said under VRAMPOOL_VERBOSE). dev < 0: the device
+ * is not known (the program's current device could not be read), and
+ * every pool gives back so (issue 17, item A); the slabs evicted in all.
  */
 int pool_reclaim(int dev, uint64_t need);
 

@@ -82,7 +82,7 @@ struct pool {
 	uint32_t nslabs, slabs_cap;
 	int64_t tail[POOL_PRIOS];       /* slab being filled per priority, or -1 */
 	enum pool_state state;
-	int decided;
+	int decided;            /* the probe ran: written under mu, release; pool_copy reads it unlocked, acquire (issue 17, E) */
 	uint64_t budget;
 	uint64_t bytes;         /* slab bytes allocated */
 	uint64_t matched_seen;

@@ -110,19 +110,11 @@ struct pool *pool_get(int dev, uint64_t ctx_id)
 	return p;
 }
 
-int pool_reclaim(int dev, uint64_t need)
+/* pool_reclaim of one pool p (taken from the table, which holds it for the process). */
+static int pool_reclaim_one(struct pool *p, uint64_t need)
 {
-	struct pool *p;
 	int evicted = 0;
 	char b[32];
-
-	if (dev < 0 || dev >= POOL_MAX_DEVICES)
-		return 0;
-	pthread_mutex_lock(&pool_table_lock);
-	p = pool_table[dev];
-	pthread_mutex_unlock(&pool_table_lock);
-	if (!p)
-		return 0;
 
 	pthread_rwlock_wrlock(&p->evict_lock);
 	pthread_mutex_lock(&p->mu);
@@ -143,12 +135,37 @@ int pool_reclaim(int dev, uint64_t need)
 	/* The reason is report_reason's latched line, which counts the slabs
 	 * given back in all (pool.evictions), not this call's alone. */
 	stats_set_text(STATS_REASON, "%s", "");
-	log_verbose("memory pressure on device %d: evicted %d slabs; budget latched at %s", dev, evicted,
+	log_verbose("memory pressure on device %d: evicted %d slabs; budget latched at %s", p->dev, evicted,
 		    log_bytes(b, sizeof(b), p->budget));
 out:
 	pthread_mutex_unlock(&p->mu);
 	pthread_rwlock_unlock(&p->evict_lock);
 	return evicted;
+}
+
+int pool_reclaim(int dev, uint64_t need)
+{
+	struct pool *p;
+	int evicted = 0, err = 0;
+
+	if (dev >= POOL_MAX_DEVICES)
+		return 0;
+	/* dev < 0 (issue 17, item A): the device is unknown, so every pool gives back. */
+	for (int d = dev < 0 ? 0 : dev; d < (dev < 0 ? POOL_MAX_DEVICES : dev + 1); d++) {
+		int r;
+
+		pthread_mutex_lock(&pool_table_lock);
+		p = pool_table[d];
+		pthread_mutex_unlock(&pool_table_lock);
+		if (!p)
+			continue;
+		r = pool_reclaim_one(p, need);
+		if (r < 0)
+			err = r;
+		else
+			evicted += r;
+	}
+	return evicted ? evicted : err;
 }
 
 /* Frees pool p, host and (release_device) device memory; nothing else may hold it. */

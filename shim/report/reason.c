@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "core/log.h"
+#include "device/device.h"
 
 void report_get_text(enum stats_text which, char *buf, size_t len)
 {
@@ -24,7 +25,17 @@ const char *report_reason(const struct stats_dump *d, char *buf, size_t len)
 {
 	enum pool_state st = stats_state();
 	char layout[STATS_TEXT_MAX], b1[32], b2[32], b3[32], b4[32];
+	int tries, given_up, err;
 
+	/* Not the probe's doing: the driver did not start (issue 17, item C). */
+	if (st == POOL_DORMANT && device_start_failed(&tries, &given_up, &err)) {
+		if (tries == 0)
+			snprintf(buf, len, "the CUDA driver (libcuda.so.1) could not be loaded");
+		else
+			snprintf(buf, len, "the CUDA driver did not start: cuInit failed %d time%s (CUresult %d)%s",
+				 tries, tries == 1 ? "" : "s", err, given_up ? "" : "; it is tried again");
+		return buf;
+	}
 	report_get_text(STATS_REASON, buf, len);
 	if (buf[0] != '\0')
 		return buf;

@@ -18,8 +18,9 @@
 void report_get_text(enum stats_text which, char *buf, size_t len);
 
 /*
- * Why the pool is not serving, into buf: the pool's own reason when it set
- * one, else, for an off, dormant, full or latched pool, what the counters
+ * Why the pool is not serving, into buf: for a dormant pool whose driver
+ * did not start, that (device_start_failed); else the pool's own reason
+ * when it set one, else, for an off, dormant, full or latched pool, what the counters
  * and d tell (a malformed variable, VRAMPOOL=off, a dry run, no layout, the
  * probe's figures, a full budget). d may be NULL. Returns buf, or NULL when
  * there is nothing to say (an active pool without a reason).

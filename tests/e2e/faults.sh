@@ -176,7 +176,6 @@ CONTEXTS=(
 # bug: "context call kind" -> the issue's item. A fix turns their
 # XFAIL lines into PASS; then drop the entry.
 declare -A KNOWN=(
-	["oom cuCtxGetDevice @2"]="item A: a failed cuCtxGetDevice when the program runs out of memory skips reclaiming slabs"
 )
 
 # Runs that stay out of scope (issue 17): "context call kind" -> why.
@@ -277,6 +276,38 @@ for c in "${CONTEXTS[@]}"; do
 	done
 done
 
+# The device cannot be read at the moment the program runs out of memory:
+# the pool still gives memory back (item A). The calls before the mid-run
+# allocation are those of the run that stops before it; the next one is
+# the reclaim's look at the current device. With cuCtxGetCurrent failing
+# for good, the reclaim enters the device's context by pushing it
+# (cuCtxPushCurrent_v2, cuCtxPopCurrent_v2): those two are failed once
+# there too, and counted as swept (AT_OOM_SWEPT) for the coverage check.
+AT_OOM_SWEPT=$TMP/at-oom.swept
+: >"$AT_OOM_SWEPT"
+at_oom() {
+	local call k spec specs name bad=0
+	trainer before oom-before -
+	for call in cuCtxGetDevice cuCtxGetCurrent; do
+		k=$(calls before | awk -v c="$call" '$1 == c { print $2 + 1 }')
+		specs="$call#$k $call@$k"
+		[ "$call" = cuCtxGetCurrent ] &&
+			specs="$specs $call@$k,cuCtxPushCurrent_v2#1 $call@$k,cuCtxPopCurrent_v2#1"
+		for spec in $specs; do
+			name="at-oom-${spec//[^A-Za-z0-9]/-}"
+			trainer "$name" oom "$spec"
+			if verdict ref-oom "$name" "$spec" >"$TMP/at-oom.why"; then
+				tr ',' '\n' <<<"$spec" | sed 's/[#@].*//' >>"$AT_OOM_SWEPT"
+			else
+				echo "FAKECUDA_FAIL=$spec (oom): $(head -n -1 "$TMP/at-oom.why")"; bad=1
+			fi
+		done
+	done
+	return $bad
+}
+check "when the current device cannot be read as the program runs out of memory, the pool still gives memory back" \
+	at_oom
+
 # Every call of the drv table is swept somewhere or listed unreachable.
 coverage() {
 	local call c ctx bad=0 where
@@ -286,6 +317,7 @@ coverage() {
 			read -r ctx _ <<<"$c"
 			grep -q "^$ctx $call " "$RUNS" && where="$where $ctx"
 		done
+		grep -qx "$call" "$AT_OOM_SWEPT" && where="$where at-oom"
 		if [ -n "$where" ] && [ -n "${UNREACHABLE[$call]:-}" ]; then
 			echo "$call is listed unreachable but was swept in:$where"; bad=1
 		elif [ -z "$where" ] && [ -z "${UNREACHABLE[$call]:-}" ]; then
@@ -304,29 +336,13 @@ startup() {
 	verdict ref-pool start-1 "cuInit#1" || return 1
 	[ "$(jget "$TMP/start-1.json" rows.hits)" -gt 0 ] ||
 		{ echo "cuInit failed once: 0 hits, pool $(jget "$TMP/start-1.json" pool.state)"; return 1; }
+	# failing for good: the dump blames the driver, not the probe
+	trainer start-all pool "cuInit"
+	grep -q 'verified OK' "$TMP/start-all.out" || { echo "cuInit failing for good: the run did not verify"; return 1; }
+	jget "$TMP/start-all.json" reason | grep -q "cuInit failed" ||
+		{ echo "cuInit failing for good: reason \"$(jget "$TMP/start-all.json" reason)\""; return 1; }
 }
-known_bug "a driver start-up (cuInit) that fails once is tried again and the pool then serves" \
-	"item C: one transient cuInit failure switches the pool off for the run" startup
-
-# The device cannot be read at the moment the program runs out of memory:
-# the pool still gives memory back (item A). The calls before the mid-run
-# allocation are those of the run that stops before it; the next one is
-# the reclaim's look at the current device.
-at_oom() {
-	local call k spec bad=0
-	trainer before oom-before -
-	for call in cuCtxGetDevice cuCtxGetCurrent; do
-		k=$(calls before | awk -v c="$call" '$1 == c { print $2 + 1 }')
-		for spec in "$call#$k" "$call@$k"; do
-			trainer "at-oom-$call-${spec: -3}" oom "$spec"
-			verdict ref-oom "at-oom-$call-${spec: -3}" "$spec" >"$TMP/at-oom.why" ||
-				{ echo "FAKECUDA_FAIL=$spec (oom): $(head -n -1 "$TMP/at-oom.why")"; bad=1; }
-		done
-	done
-	return $bad
-}
-known_bug "when the current device cannot be read as the program runs out of memory, the pool still gives memory back" \
-	"item A: a failed cuCtxGetDevice/cuCtxGetCurrent at out-of-memory skips reclaim" at_oom
+check "a driver start-up (cuInit) that fails once is tried again and the pool then serves" startup
 
 # What the sweep did, for the log.
 summary() {

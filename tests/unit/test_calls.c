@@ -13,14 +13,19 @@
 #include <CUnit/Basic.h>
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cunit_main.h"
 #include "core/config.h"
 #include "core/stats.h"
 #include "device/device.h"
+#include "pool/autolayout.h"
 #include "pool/calls.h"
 #include "pool/fingerprint.h"
 #include "pool/pool.h"
@@ -409,6 +414,189 @@ static void test_a_batch_counts_each_host_to_device_entry(void)
 	free(rows);
 }
 
+/* Fills a fresh pool with the slab of ROWS rows (four copies of them: a capture, then hits). */
+static void c_fill_pool(CUdeviceptr dst, unsigned char *rows)
+{
+	unsigned deliveries;
+
+	c_setup(C_ON);
+	c_fill(rows, 40);
+	c_four_copies(dst, rows, &deliveries);
+	CU_ASSERT_FATAL(stats_get(ST_POOL_BYTES) > 0);
+}
+
+/* The program's allocation on its current device (dev -1) ran out of memory: the answer of calls_alloc_again. */
+static int c_oom_again(void)
+{
+	struct alloc_call a = { .oom = CUDA_ERROR_OUT_OF_MEMORY, .dev = -1, .need = 1 };
+
+	calls_alloc_begin(&a);
+	return calls_alloc_again(&a, CUDA_ERROR_OUT_OF_MEMORY);
+}
+
+/*
+ * Issue 17, item A: the program runs out of memory while its current
+ * device cannot be read (cuCtxGetDevice fails): every pool gives its
+ * slabs back and the allocation is tried again. A slab free that fails
+ * once is tried again after the device is synchronised. When even the
+ * thread's context cannot be read, the device's is pushed and popped.
+ */
+static void test_oom_with_unknown_device_reclaims_every_pool(void)
+{
+	unsigned char *rows = malloc(ROWS * ROW);
+	unsigned long long syncs, frees;
+	uint64_t evictions, retries;
+	char spec[64];
+	CUdeviceptr dst;
+
+	CU_ASSERT_FATAL(rows != NULL);
+	CU_ASSERT_FATAL(c_fc.alloc(&dst, ROWS * ROW) == CUDA_SUCCESS);
+	c_fill_pool(dst, rows);
+	evictions = stats_get(ST_POOL_EVICTIONS);
+	retries = stats_get(ST_POOL_OOM_RETRIES);
+	CU_ASSERT_FATAL(c_fc.fail("cuCtxGetDevice") == 1);
+	CU_ASSERT_EQUAL(c_oom_again(), 1);
+	CU_ASSERT_FATAL(c_fc.fail("") == 0);
+	CU_ASSERT(c_fc.counter("injected:cuCtxGetDevice") >= 1);
+	CU_ASSERT(stats_get(ST_POOL_EVICTIONS) > evictions);
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_OOM_RETRIES), retries + 1);
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_BYTES), 0);
+
+	/* the next slab free fails once: freed after a device sync (the reclaim's own sync, then one more) */
+	c_fill_pool(dst, rows);
+	frees = c_fc.counter("cuMemFree_v2");
+	syncs = c_fc.counter("cuCtxSynchronize");
+	evictions = stats_get(ST_POOL_EVICTIONS);
+	snprintf(spec, sizeof(spec), "cuMemFree_v2#%llu", frees + 1);
+	CU_ASSERT_FATAL(c_fc.fail(spec) == 1);
+	CU_ASSERT_EQUAL(c_oom_again(), 1);
+	CU_ASSERT_FATAL(c_fc.fail("") == 0);
+	CU_ASSERT_EQUAL(c_fc.counter("injected:cuMemFree_v2"), 1);
+	CU_ASSERT_EQUAL(c_fc.counter("cuMemFree_v2"), frees + 2);
+	CU_ASSERT_EQUAL(c_fc.counter("cuCtxSynchronize"), syncs + 2);
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_EVICTIONS), evictions + 1);
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_BYTES), 0);
+
+	/* the calling thread's context cannot be read at all: the reclaim pushes the device's, then pops it */
+	c_fill_pool(dst, rows);
+	frees = c_fc.counter("cuCtxPushCurrent_v2");
+	CU_ASSERT_FATAL(c_fc.fail("cuCtxGetCurrent") == 1);
+	CU_ASSERT_EQUAL(c_oom_again(), 1);
+	CU_ASSERT_FATAL(c_fc.fail("") == 0);
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_BYTES), 0);
+	CU_ASSERT(c_fc.counter("cuCtxPushCurrent_v2") > frees);
+	CU_ASSERT_EQUAL(c_fc.counter("cuCtxPushCurrent_v2"), c_fc.counter("cuCtxPopCurrent_v2"));
+	c_fc.free(dst);
+	free(rows);
+}
+
+/* ---- fork while another thread holds the locks (issue 17, item F) ------------- */
+
+#define F_SAMPLES 256
+#define F_BATCH 32
+
+static sem_t f_held, f_forked;
+
+/* Holds the device layer's context lock and the layout finder's lock until the fork is done. */
+static void *f_hold_locks(void *arg)
+{
+	(void)arg;
+	device_ctx_lock_for_tests(1);
+	autolayout_lock_for_tests(1);
+	sem_post(&f_held);
+	while (sem_wait(&f_forked) != 0)
+		;
+	autolayout_lock_for_tests(0);
+	device_ctx_lock_for_tests(0);
+	return NULL;
+}
+
+/*
+ * In the forked child, as life.c's handler would: forgets the parent's
+ * state, starts its own context, then copies reshuffled batches of 3072-byte
+ * samples until the automatic layout is found and its rows are served.
+ * Returns 0, or the step that failed (a hang is ended by the alarm).
+ */
+static int f_child(void)
+{
+	static unsigned char data[F_SAMPLES * ROW], stage[F_BATCH * ROW];
+	unsigned order[F_SAMPLES], rng = 7;
+	char layout[64];
+	CUdeviceptr dst;
+	CUcontext ctx;
+	struct c_copy c;
+
+	calls_atfork_child();
+	if (c_fc.init(0) || c_fc.retain(&ctx, 0) || c_fc.set_current(ctx) || c_fc.alloc(&dst, sizeof(stage)))
+		return 2;
+	for (unsigned i = 0; i < sizeof(data); i++) {
+		rng = rng * 1103515245u + 12345u;
+		data[i] = (unsigned char)(rng >> 16);
+	}
+	for (unsigned i = 0; i < F_SAMPLES; i++)
+		order[i] = i;
+	for (int epoch = 0; epoch < 6 && stats_get(ST_BYTES_SERVED) == 0; epoch++) {
+		for (unsigned i = F_SAMPLES - 1; i > 0; i--) {
+			unsigned j, t;
+
+			rng = rng * 1103515245u + 12345u;
+			j = (rng >> 8) % (i + 1);
+			t = order[i];
+			order[i] = order[j];
+			order[j] = t;
+		}
+		for (unsigned b = 0; b < F_SAMPLES / F_BATCH; b++) {
+			for (unsigned k = 0; k < F_BATCH; k++)
+				memcpy(stage + k * ROW, data + order[b * F_BATCH + k] * ROW, ROW);
+			c_describe(&c, dst, stage, sizeof(stage), 0);
+			if (calls_copy(&c.cc) || !c_landed(dst, stage, sizeof(stage)))
+				return 3;
+		}
+	}
+	stats_get_text(STATS_LAYOUT, layout, sizeof(layout));
+	if (strcmp(layout, "3072") != 0)
+		return 4;       /* the layout finder never decided */
+	if (stats_get(ST_BYTES_SERVED) == 0 || stats_get(ST_POOL_SLABS) == 0)
+		return 5;
+	if (device_sync(0) != 0)
+		return 6;
+	return 0;
+}
+
+/*
+ * A fork while another thread holds the device layer's context lock and
+ * the layout finder's lock: in the child, the automatic layout is found
+ * and the first probe, slab allocation and sync complete (an alarm turns
+ * a hang into a failure).
+ */
+static void test_fork_while_another_thread_holds_the_locks(void)
+{
+	pthread_t t;
+	int status = -1;
+	pid_t pid;
+
+	c_setup("VRAMPOOL_LAYOUT=auto VRAMPOOL_BUDGET=64M VRAMPOOL_SLAB=1M VRAMPOOL_LEDGER=force");
+	CU_ASSERT_FATAL(sem_init(&f_held, 0, 0) == 0 && sem_init(&f_forked, 0, 0) == 0);
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, f_hold_locks, NULL) == 0);
+	while (sem_wait(&f_held) != 0)
+		;
+	pid = fork();
+	if (pid == 0) {
+		alarm(20);
+		_exit(f_child());
+	}
+	sem_post(&f_forked);
+	pthread_join(t, NULL);
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fprintf(stderr, "child: %s %d\n", WIFEXITED(status) ? "exit" : "signal",
+			WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	sem_destroy(&f_held);
+	sem_destroy(&f_forked);
+}
+
 static int c_suite_init(void)
 {
 	static const char *const names[] = {
@@ -447,6 +635,10 @@ static const CU_TestInfo tests[] = {
 	  test_a_copy_delivered_twice_is_counted_once },
 	{ "a batch is one batch call and one copy per host-to-device entry",
 	  test_a_batch_counts_each_host_to_device_entry },
+	{ "out of memory while the current device cannot be read: every pool gives back, and a free "
+	  "that fails once is retried after a sync", test_oom_with_unknown_device_reclaims_every_pool },
+	{ "a fork while another thread holds the context and layout locks: the child decides its layout, "
+	  "probes, allocates slabs and syncs", test_fork_while_another_thread_holds_the_locks },
 	CU_TEST_INFO_NULL,
 };
 

@@ -23,8 +23,10 @@
 #include "../fakecuda/check/harness.h"
 #include "cunit_main.h"
 #include "device/device.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/stats.h"
+#include "report/reason.h"
 
 /* The kernel's body as plain C: gather_warp and what it calls. */
 #define GATHER_HOST 1
@@ -876,6 +878,104 @@ static void test_tables_in_flight(void)
 	CU_ASSERT(child_ok(in_child(c_tables_in_flight, NULL)));
 }
 
+/* ---- the driver's start-up (issue 17, item C) ------------------------------- */
+
+/* In a child: makes the emulated driver's hooks global (for counter) without starting it. */
+static void t_lib(void)
+{
+	CHK(dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL) != NULL);
+}
+
+/* Whether the dump's reason for a dormant pool with a layout now contains want. */
+static int t_reason_has(const char *want)
+{
+	char buf[256];
+	const char *r;
+
+	stats_reset(1, "3072");
+	stats_set_state(POOL_DORMANT);
+	r = report_reason(NULL, buf, sizeof(buf));
+	return r && strstr(r, want) != NULL;
+}
+
+/* Calls device_open every 100 us until it answers 0 or the driver is given up (at most 8 s). */
+static int t_open_until_settled(unsigned long *calls)
+{
+	uint64_t t0 = clock_now_ns();
+	int tries, given_up = 0, err, r;
+
+	*calls = 0;
+	do {
+		r = device_open();
+		++*calls;
+		if (r == 0 || (device_start_failed(&tries, &given_up, &err) && given_up))
+			break;
+		nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+	} while (clock_now_ns() - t0 < 8000000000ull);
+	return r;
+}
+
+/* cuInit fails once: the next call past the back-off starts the driver; the reason blames no probe. */
+static void c_start_fails_once(void)
+{
+	int tries = 0, given_up = 1, err = 0;
+	unsigned long calls;
+
+	t_lib();
+	CHK(device_open() == -ENOSYS);
+	CHK(counter("cuInit") == 1);
+	CHK(device_start_failed(&tries, &given_up, &err));
+	CHK(tries == 1 && !given_up && err == CUDA_ERROR_UNKNOWN);
+	CHK(t_reason_has("the CUDA driver did not start: cuInit failed 1 time"));
+	CHK(!t_reason_has("probe"));
+	CHK(t_open_until_settled(&calls) == 0);
+	CHK(counter("cuInit") == 2);
+	CHK(!device_start_failed(&tries, &given_up, &err));
+	CHK(!t_reason_has("driver"));
+	CHK(device_open() == 0 && counter("cuInit") == 2);
+}
+
+/* cuInit fails every time: 12 tries, far fewer than the calls, then never again. */
+static void c_start_always_fails(void)
+{
+	int tries = 0, given_up = 0, err = 0;
+	unsigned long calls;
+
+	t_lib();
+	CHK(t_open_until_settled(&calls) == -ENOSYS);
+	CHK(counter("cuInit") == 12);
+	CHK(calls > 2 * 12);            /* most calls found the back-off running and tried nothing */
+	CHK(device_start_failed(&tries, &given_up, &err) && tries == 12 && given_up);
+	CHK(t_reason_has("cuInit failed 12 times"));
+	CHK(!t_reason_has("tried again"));
+	sleep_ms(50);
+	CHK(device_open() == -ENOSYS && counter("cuInit") == 12);
+}
+
+/* No device: given up at once. */
+static void c_start_no_device(void)
+{
+	int tries = 0, given_up = 0, err = 0;
+
+	t_lib();
+	CHK(device_open() == -ENOSYS);
+	sleep_ms(5);
+	CHK(device_open() == -ENOSYS);
+	CHK(counter("cuInit") == 1);
+	CHK(device_start_failed(&tries, &given_up, &err) && tries == 1 && given_up && err == CUDA_ERROR_NO_DEVICE);
+}
+
+static void test_start_is_retried(void)
+{
+	const char *once[] = { "FAKECUDA_FAIL", "cuInit#1", NULL };
+	const char *always[] = { "FAKECUDA_FAIL", "cuInit", NULL };
+	const char *none[] = { "FAKECUDA_DEVICES", "0", NULL };
+
+	CU_ASSERT(child_ok(in_child(c_start_fails_once, once)));
+	CU_ASSERT(child_ok(in_child(c_start_always_fails, always)));
+	CU_ASSERT(child_ok(in_child(c_start_no_device, none)));
+}
+
 static const CU_TestInfo tests[] = {
 	{ "the kernel source copies every alignment and length exactly, on simulated threads",
 	  test_host_entry_alignments },
@@ -905,6 +1005,8 @@ static const CU_TestInfo tests[] = {
 	  test_h2d_batch },
 	{ "a stream is idle only when nothing it would wait for is queued", test_stream_idle },
 	{ "mapped tables are reused only after the launches that read them ran", test_tables_in_flight },
+	{ "a driver start-up that fails is retried with back-off, 12 times at most; no device is final",
+	  test_start_is_retried },
 	CU_TEST_INFO_NULL,
 };
 
