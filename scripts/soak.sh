@@ -94,12 +94,11 @@ read -r -a SHIM_EXTRA <<<"${SOAK_SHIM_EXTRA:-}"
 # the failure's kind as soak.py check gives it (oom: the program's
 # allocation failed; any: every kind but invalid); PATTERN (extended regex)
 # matches the FAKECUDA_FAIL items of the entry, the call with or without
-# its #N/@N, and each call it names must have fired. Issue 17's known bugs
-# A and C are being fixed (branch h-robust): when the fix lands, delete
-# their lines, and their runs count as passes or failures like any other.
+# its #N/@N, and each call it names must have fired. Issue 17's bugs A (a
+# failed device read at out-of-memory skipped reclaim) and C (one transient
+# cuInit failure switched the pool off) are fixed: their runs count as
+# passes or failures like any other.
 KNOWN=(
-	'A:oom:cuCtxGetDevice|cuCtxGetCurrent'  # bug A: a failed device read at out-of-memory skips reclaim
-	'C:any:cuInit'                          # bug C: one transient cuInit failure switches the pool off
 	'scope:oom:cuMemFree_v2@[0-9]+'         # out of scope: a free that fails every time gives nothing back
 )
 
