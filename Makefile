@@ -6,6 +6,7 @@
 #   make bench           benchmarks (ratios against baselines measured in the same run)
 #   make fuzz            libFuzzer targets, FUZZ_SECONDS each (clang; tests/fuzz)
 #   make tsan            ThreadSanitizer build and runs of the threaded programs
+#   make mutants         plants each bug of tests/mutants in a scratch copy; the tests must catch it
 #   make install PREFIX=/usr/local     command, library, man page (man vrampool)
 #   make uninstall PREFIX=/usr/local   removes what install put there
 #   make ptx             refresh the committed shim/device/gather.ptx with nvcc
@@ -330,6 +331,12 @@ tsan:
 		$(TSAN_BUILT:%=$(B)/tsan/%)
 	scripts/tsan.sh
 
+# Mutation testing (outside `make test`): scripts/mutants.sh plants each
+# tests/mutants/*.patch in a scratch copy of the tree, builds it there and
+# runs the suites that should catch it. MUTANTS_ARGS: e.g. --rounds 3, or names.
+mutants: deps
+	CUDA_HOME=$(CUDA_HOME) scripts/mutants.sh $(MUTANTS_ARGS)
+
 MANDIR := $(PREFIX)/share/man/man1
 
 install: $(B)/libvrampool.so $(B)/vrampool $(B)/vrampool.1
@@ -351,5 +358,5 @@ $(B) $(B)/shim $(B)/analysis $(B)/analysis/shim $(B)/fakecuda/obj $(B)/fakecuda/
 $(B)/unit/obj $(B)/unit/tool $(B)/bench $(B)/gpu $(B)/fuzz $(B)/fuzz/replay:
 	mkdir -p $@
 
-.PHONY: all deps test demo bench fuzz tsan install uninstall clean ptx
+.PHONY: all deps test demo bench fuzz tsan mutants install uninstall clean ptx
 .SECONDARY:
