@@ -8,6 +8,7 @@
 #   make tsan            ThreadSanitizer build and runs of the threaded programs
 #   make soak DURATION=30m   random scenarios on the emulated device (default 10m; SEED=N
 #                        plans the same ones again), then a larger fault sweep (SWEEP=0: none)
+#   make mutants         plants each bug of tests/mutants in a scratch copy; the tests must catch it
 #   make install PREFIX=/usr/local     command, library, man page (man vrampool)
 #   make uninstall PREFIX=/usr/local   removes what install put there
 #   make ptx             refresh the committed shim/device/gather.ptx with nvcc
@@ -341,6 +342,11 @@ SOAK_BUILT := $(B)/libvrampool.so $(B)/vrampool $(B)/fakecuda/libcudart.so.13 $(
 soak:
 	$(MAKE) $(SOAK_BUILT)
 	DURATION=$(DURATION) SEED=$(SEED) SOAK_SWEEP=$(SWEEP) scripts/soak.sh
+# Mutation testing (outside `make test`): scripts/mutants.sh plants each
+# tests/mutants/*.patch in a scratch copy of the tree, builds it there and
+# runs the suites that should catch it. MUTANTS_ARGS: e.g. --rounds 3, or names.
+mutants: deps
+	CUDA_HOME=$(CUDA_HOME) scripts/mutants.sh $(MUTANTS_ARGS)
 
 MANDIR := $(PREFIX)/share/man/man1
 
@@ -363,6 +369,5 @@ $(B) $(B)/shim $(B)/analysis $(B)/analysis/shim $(B)/fakecuda/obj $(B)/fakecuda/
 $(B)/unit/obj $(B)/unit/tool $(B)/bench $(B)/gpu $(B)/fuzz $(B)/fuzz/replay:
 	mkdir -p $@
 
-.PHONY: all deps test demo bench fuzz tsan install uninstall clean ptx
-.PHONY: soak
+.PHONY: all deps test demo bench fuzz tsan soak mutants install uninstall clean ptx
 .SECONDARY:

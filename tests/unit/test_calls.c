@@ -8,7 +8,8 @@
  * or passed through, however many deliveries the pool made for it; one
  * that failed is not counted, nor is another direction. Over the emulated
  * device (scripts/test.sh sets LD_LIBRARY_PATH=build/fakecuda); the hooks'
- * callbacks call it directly.
+ * callbacks call it directly. An allocation out of memory is tried again
+ * once the pool gave its slabs back.
  */
 #include <CUnit/Basic.h>
 #include <cuda.h>
@@ -381,6 +382,39 @@ static void test_a_copy_delivered_twice_is_counted_once(void)
 	free(rows);
 }
 
+/*
+ * An allocation that failed out of memory while the pool holds slabs is
+ * tried again once the pool gave them back, counted as one retry; another
+ * out-of-memory with nothing left to give back is the program's, and an
+ * allocation that works ends it.
+ */
+static void test_out_of_memory_is_retried_once_the_pool_gave_back(void)
+{
+	const uint64_t n = ROWS * ROW;
+	unsigned char *rows = malloc(n);
+	struct alloc_call a = { .oom = 2, .dev = 0, .need = 1 };
+	unsigned deliveries;
+	CUdeviceptr dst;
+
+	CU_ASSERT_FATAL(rows != NULL);
+	CU_ASSERT_FATAL(c_fc.alloc(&dst, n) == CUDA_SUCCESS);
+	c_fill(rows, 30);
+	c_setup(C_ON);
+	c_four_copies(dst, rows, &deliveries);
+	CU_ASSERT_FATAL(stats_get(ST_POOL_SLABS) == 1);
+	calls_alloc_begin(&a);
+	CU_ASSERT_EQUAL(calls_alloc_again(&a, 2), 1);   /* the slab given back: try again */
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_SLABS), 0);
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_OOM_RETRIES), 1);
+	CU_ASSERT_EQUAL(calls_alloc_again(&a, 2), 0);   /* nothing left to give back */
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_OOM_RETRIES), 1);
+	calls_alloc_begin(&a);
+	CU_ASSERT_EQUAL(calls_alloc_again(&a, 0), 0);
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_OOM_RETRIES), 1);
+	c_fc.free(dst);
+	free(rows);
+}
+
 /* A batch forwards as it is: one batch call, each host-to-device entry one copy (driver ones as such). */
 static void test_a_batch_counts_each_host_to_device_entry(void)
 {
@@ -633,6 +667,8 @@ static const CU_TestInfo tests[] = {
 	  "is not", test_each_copy_is_counted_once_by_its_route },
 	{ "a pooled copy the pool delivered twice (a failed gather launch) is counted once",
 	  test_a_copy_delivered_twice_is_counted_once },
+	{ "an allocation out of memory is tried again once the pool gave its slabs back, and only then",
+	  test_out_of_memory_is_retried_once_the_pool_gave_back },
 	{ "a batch is one batch call and one copy per host-to-device entry",
 	  test_a_batch_counts_each_host_to_device_entry },
 	{ "out of memory while the current device cannot be read: every pool gives back, and a free "

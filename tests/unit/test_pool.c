@@ -11,8 +11,10 @@
 #include <CUnit/Basic.h>
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cunit_main.h"
 #include "core/config.h"
@@ -809,6 +811,83 @@ static void test_rows_colliding_in_64_bits_get_their_own_bytes(void)
 	fingerprint_set_test_hooks(NULL);
 }
 
+/* A thread that lets a held stream go when told to, or after T_RELEASE_MS at the latest. */
+#define T_RELEASE_MS 300
+struct t_release {
+	CUstream stream;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int told;
+};
+
+static void *t_release_main(void *arg)
+{
+	struct t_release *r = arg;
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += T_RELEASE_MS * 1000000L;
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&r->mu);
+	while (!r->told && pthread_cond_timedwait(&r->cv, &r->mu, &until) == 0)
+		;
+	pthread_mutex_unlock(&r->mu);
+	t_fc.hold(r->stream, 0);
+	return NULL;
+}
+
+/*
+ * Memory pressure while hits are still queued: the emulated device holds
+ * the stream that serves them, so their gather has not read the slab yet.
+ * The reclaim must wait for that work before it frees the slab: it
+ * returns only once a thread let the stream go (after T_RELEASE_MS), and
+ * the hits land. A reclaim that frees the slab at once returns with the
+ * stream still held; told then, the thread lets it go, and the gather
+ * reads freed memory: the emulated device faults it, the rows never land.
+ */
+static void test_reclaim_waits_for_queued_hits(void)
+{
+	enum { N = 16 };
+	uint32_t ids[N];
+	unsigned char *src;
+	struct t_h2d h = { 0 };
+	struct t_release rel = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+	unsigned long long faults;
+	pthread_t th;
+	CUdeviceptr d;
+
+	CU_ASSERT_FATAL(t_fc_open() == 0);
+	t_config((const char *[]){ "VRAMPOOL_LAYOUT", "3072", "VRAMPOOL_BUDGET", "64M",
+				   "VRAMPOOL_SLAB", "1M", NULL });
+	t_ids(ids, N, 90000, 1);
+	src = t_rows(ids, N);
+	CU_ASSERT_FATAL(t_fc.stream_create(&h.stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+	d = t_alloc_marked(N * ROW);
+	CU_ASSERT_EQUAL(t_request(&h, d, src, N), 0);   /* captured */
+	CU_ASSERT_EQUAL(t_sync(h.stream), CUDA_SUCCESS);
+	CU_ASSERT_FATAL(stats_get(ST_ROWS_CAPTURED) == N && t_fc.memset(d, 0xA5, N * ROW) == CUDA_SUCCESS);
+	CU_ASSERT_FATAL(t_fc.hold(h.stream, 1) == 0);
+	CU_ASSERT_EQUAL(t_request(&h, d, src, N), 0);
+	CU_ASSERT_EQUAL(stats_get(ST_ROWS_HITS), N);    /* queued, not run */
+	faults = t_fc.counter("kernel_faults");
+	rel.stream = h.stream;
+	CU_ASSERT_FATAL(pthread_create(&th, NULL, t_release_main, &rel) == 0);
+	CU_ASSERT(pool_reclaim(0, 1ULL << 50) >= 1);   /* every slab */
+	CU_ASSERT_EQUAL(stats_get(ST_POOL_SLABS), 0);
+	pthread_mutex_lock(&rel.mu);
+	rel.told = 1;
+	pthread_cond_signal(&rel.cv);
+	pthread_mutex_unlock(&rel.mu);
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL(t_sync(h.stream), CUDA_SUCCESS);
+	CU_ASSERT(t_device_equals(d, src, N * ROW));
+	CU_ASSERT_EQUAL(t_fc.counter("kernel_faults"), faults);
+	t_fc.stream_destroy(h.stream);
+	t_free(d);
+	free(src);
+}
+
 static int t_suite_init(void)
 {
 	void *h = t_lib = dlopen("libcuda.so.1", RTLD_NOW);
@@ -867,6 +946,8 @@ static const CU_TestInfo tests[] = {
 	  test_cross_stream_hit_waits_for_its_capture },
 	{ "a gather launch that fails after the misses went sends the hits again and drops the captures",
 	  test_failed_gather_launch_resends_the_hits },
+	{ "a reclaim under memory pressure waits for the hits still queued on its slabs before it frees them",
+	  test_reclaim_waits_for_queued_hits },
 	{ "rows whose fingerprints share their low or high 64 bits with a pooled row get their own bytes",
 	  test_rows_colliding_in_64_bits_get_their_own_bytes },
 	CU_TEST_INFO_NULL,
