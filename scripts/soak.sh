@@ -100,7 +100,7 @@ read -r -a SHIM_EXTRA <<<"${SOAK_SHIM_EXTRA:-}"
 # passes or failures like any other.
 KNOWN=(
 	'scope:oom:cuMemFree_v2@[0-9]+'         # out of scope: a free that fails every time gives nothing back
-	'scope:any:cuPointerGetAttributes@[0-9]+'  # out of scope: a pointer query that fails every time cannot
+	'query:any:cuPointerGetAttributes@[0-9]+'  # out of scope: a pointer query that fails every time cannot
 	                                        # tell a cudaMemcpyDefault copy's direction: it goes uncounted
 )
 
