@@ -169,7 +169,7 @@ APP_LDFLAGS := $(CUDALIB) -Wl,-z,now -pthread
 FAKECHECK_SRC := $(wildcard tests/fakecuda/check/*.c)
 FAKECHECK_BIN := $(FAKECHECK_SRC:tests/fakecuda/check/%.c=$(B)/fakecuda/check/%)
 
-$(B)/fakecuda/check/%: tests/fakecuda/check/%.c tests/fakecuda/check/harness.h tests/unit/cunit_main.h | $(B)/fakecuda/check
+$(B)/fakecuda/check/%: tests/fakecuda/check/%.c tests/fakecuda/check/harness.h tests/fakecuda/linked.h tests/unit/cunit_main.h | $(B)/fakecuda/check
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< $(APP_LDFLAGS) -lcudart -L$(CUDA_HOME)/lib64/stubs -lcuda -lcunit -ldl
 
 # ---- test programs ----------------------------------------------------------

@@ -228,6 +228,35 @@ FC_API CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
 	return CUDA_SUCCESS;
 }
 
+/* The deprecated usage count of a context (PyCUDA detaches the context it
+ * found current at exit): cuCtxAttach counts a use of the current context
+ * and returns it, cuCtxDetach takes one back from a current context. The
+ * count is the primary context's retain count, never below 0; neither
+ * changes the context stack. */
+FC_API CUresult cuCtxAttach(CUcontext *pctx, unsigned int flags)
+{
+	DRV_ENTER("cuCtxAttach", 1);
+	if (!pctx || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pctx = fc_tls_get()->ctx;
+	pthread_mutex_lock(&fc.lock);
+	(*pctx)->refs++;
+	pthread_mutex_unlock(&fc.lock);
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuCtxDetach(CUcontext ctx)
+{
+	DRV_ENTER("cuCtxDetach", 1);
+	if (!ctx || ctx != fc_tls_get()->ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&fc.lock);
+	if (ctx->refs > 0)
+		ctx->refs--;
+	pthread_mutex_unlock(&fc.lock);
+	return CUDA_SUCCESS;
+}
+
 /* Every context here is made by the CUDA 3.2+ API. */
 FC_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {

@@ -57,6 +57,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The driver exports its deprecated entry points too (PyCUDA links some). */
+#define CUDA_ENABLE_DEPRECATED 1
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -653,6 +655,14 @@ FC_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigne
  * cuGetProcAddress_v2. */
 #undef cuGetProcAddress
 FC_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+
+/* The pre-11.4 cuDeviceGetUuid, likewise mapped by cuda.h to its _v2
+ * (drv_query.c; numba-cuda and PyCUDA ask for one or the other). */
+#undef cuDeviceGetUuid
+FC_API CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev);
+/* And the usage count of CUDA 1.x contexts, declared for its own build. */
+FC_API CUresult cuCtxAttach(CUcontext *pctx, unsigned int flags);
+FC_API CUresult cuCtxDetach(CUcontext ctx);
 
 /* ---- test-only hooks (version node FAKECUDA) ---- */
 FC_API unsigned long long fakecuda_counter(const char *name);
