@@ -187,6 +187,10 @@ CUDASTUBS := -L$(CUDA_HOME)/lib64/stubs
 $(B)/apps/trainer: tests/apps/trainer.c tests/apps/lib/loader.h | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< $(APP_LDFLAGS) -lcudart $(CUDASTUBS) -lcuda -lm
 
+# twoctx (issue 18) uploads in two contexts through the driver API.
+$(B)/apps/twoctx: tests/apps/twoctx.c | $(B)/apps
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< $(APP_LDFLAGS) $(CUDASTUBS) -lcuda -ldl
+
 # drvloader reaches the driver only through dlopen + cuGetProcAddress, as a
 # statically linked runtime does: linked with neither libcudart nor libcuda.
 $(B)/apps/drvloader: tests/apps/drvloader.c tests/apps/lib/loader.h | $(B)/apps

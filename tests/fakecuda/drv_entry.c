@@ -37,7 +37,7 @@ int fc_drv_enter(const char *name, int need_ctx)
 		return -EIO;
 	if (!fc.driver_inited)
 		return -FC_ENOINIT;
-	if (need_ctx && !fc_tls_get()->ctx)
+	if (need_ctx && (!fc_tls_get()->ctx || fc_tls_get()->ctx->destroyed))
 		return -FC_ENOCTX;
 	return 0;
 }
@@ -147,6 +147,8 @@ static const struct fc_proc procs[] = {
 	P("cuCtxPushCurrent", 0, cuCtxPushCurrent_v2, NULL),
 	P("cuCtxPopCurrent", 0, cuCtxPopCurrent_v2, NULL),
 	P("cuCtxGetApiVersion", 0, cuCtxGetApiVersion, NULL),
+	P("cuCtxCreate", 12050, cuCtxCreate_v4, NULL),
+	P("cuCtxDestroy", 4000, cuCtxDestroy_v2, NULL),
 	P("cuCtxAttach", 0, cuCtxAttach, NULL),
 	P("cuCtxDetach", 0, cuCtxDetach, NULL),
 	P("cuDevicePrimaryCtxGetState", 0, cuDevicePrimaryCtxGetState, NULL),

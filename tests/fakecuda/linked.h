@@ -19,7 +19,7 @@
 #define FC_LINKED_UNEMULATED(X) \
 	X(cuArray3DCreate_v2) X(cuArray3DGetDescriptor_v2) X(cuArrayCreate_v2) \
 	X(cuArrayDestroy) X(cuArrayGetDescriptor_v2) \
-	X(cuCtxCreate_v4) X(cuCtxDisablePeerAccess) \
+	X(cuCtxDisablePeerAccess) \
 	X(cuCtxEnablePeerAccess) X(cuCtxGetCacheConfig) X(cuCtxGetLimit) \
 	X(cuCtxGetSharedMemConfig) X(cuCtxSetCacheConfig) X(cuCtxSetLimit) \
 	X(cuCtxSetSharedMemConfig) X(cuDeviceCanAccessPeer) X(cuDeviceGetByPCIBusId) \

@@ -922,13 +922,59 @@ static void child_clients_reach(void)
 	read_back(fd, text, sizeof(text));
 	CHK(strstr(text, "fakecuda: cuArrayCreate_v2 is not emulated (CUDA_ERROR_NOT_SUPPORTED)\n") != NULL);
 	CHK(strstr(strstr(text, "cuArrayCreate_v2 ") + 1, "cuArrayCreate_v2 ") == NULL); /* named once */
-	CHK(strstr(text, "cuCtxCreate_v4 is not emulated") != NULL);
+	CHK(strstr(text, "cuArray3DCreate_v2 is not emulated") != NULL);
 	dlclose(h);
 }
 
 static void test_clients_reach(void)
 {
 	CU_ASSERT(child_ok(in_child(child_clients_reach, NULL)));
+}
+
+/*
+ * A context of its own (cuCtxCreate) is separate: a distinct id, its
+ * allocations refused to copies and memsets made in the primary context
+ * and the other way round (ctx_refusals counts each), its own copies
+ * working; cuCtxDestroy frees its memory, pops it, and its handle is then
+ * invalid.
+ */
+static void child_contexts(void)
+{
+	CUcontext prim, own, cur;
+	CUdeviceptr dp, dq;
+	unsigned long long id_p, id_o;
+	unsigned long long before;
+	char buf[256] = { 1 }, back[256];
+
+	CHK(cuInit(0) == CUDA_SUCCESS);
+	CHK(cuDevicePrimaryCtxRetain(&prim, 0) == CUDA_SUCCESS && cuCtxSetCurrent(prim) == CUDA_SUCCESS);
+	CHK(cuMemAlloc(&dp, sizeof(buf)) == CUDA_SUCCESS);
+	CHK(cuCtxCreate(&own, NULL, 0, 0) == CUDA_SUCCESS && own != prim);
+	CHK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == own);
+	CHK(cuCtxGetId(prim, &id_p) == CUDA_SUCCESS && cuCtxGetId(own, &id_o) == CUDA_SUCCESS && id_p != id_o);
+	CHK(cuMemAlloc(&dq, sizeof(buf)) == CUDA_SUCCESS);
+	before = counter("alloc_bytes");
+	CHK(cuMemcpyHtoD(dq, buf, sizeof(buf)) == CUDA_SUCCESS);
+	CHK(cuMemcpyDtoH(back, dq, sizeof(back)) == CUDA_SUCCESS && memcmp(back, buf, sizeof(buf)) == 0);
+	CHK(cuMemcpyHtoD(dp, buf, sizeof(buf)) == CUDA_ERROR_INVALID_VALUE);     /* the primary's memory */
+	CHK(cuMemsetD8(dp, 0, sizeof(buf)) == CUDA_ERROR_INVALID_VALUE);
+	CHK(cuMemcpyDtoD(dq, dp, sizeof(buf)) == CUDA_ERROR_INVALID_VALUE);
+	CHK(counter("ctx_refusals") == 3);
+	CHK(cuCtxSetCurrent(prim) == CUDA_SUCCESS);
+	CHK(cuMemcpyHtoD(dq, buf, sizeof(buf)) == CUDA_ERROR_INVALID_VALUE);     /* and the other way */
+	CHK(cuMemcpyHtoD(dp, buf, sizeof(buf)) == CUDA_SUCCESS);
+	CHK(counter("ctx_refusals") == 4);
+	CHK(cuCtxPushCurrent(own) == CUDA_SUCCESS && cuCtxDestroy(own) == CUDA_SUCCESS);
+	CHK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == prim);              /* popped */
+	CHK(counter("alloc_bytes") == before - 256);                            /* its memory freed */
+	CHK(cuCtxSetCurrent(own) == CUDA_ERROR_INVALID_CONTEXT);
+	CHK(cuCtxDestroy(own) == CUDA_ERROR_INVALID_CONTEXT && cuCtxDestroy(prim) == CUDA_ERROR_INVALID_CONTEXT);
+	CHK(cuMemFree(dp) == CUDA_SUCCESS);
+}
+
+static void test_contexts(void)
+{
+	CU_ASSERT(child_ok(in_child(child_contexts, NULL)));
 }
 
 static const CU_TestInfo tests[] = {
@@ -951,6 +997,8 @@ static const CU_TestInfo tests[] = {
 	  test_export_table },
 	{ "cuCtxSynchronize at CUDA 13 waits for the context it names, the current one for NULL",
 	  test_ctx_sync_v2 },
+	{ "a created context is separate: its own id and memory, access across contexts refused, destroyed with its memory",
+	  test_contexts },
 	{ "the clients' reach: UUIDs, compute capability, attach/detach; each linked stub refuses, is named once, is not found",
 	  test_clients_reach },
 	CU_TEST_INFO_NULL,
