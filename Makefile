@@ -172,7 +172,7 @@ APP_LDFLAGS := $(CUDALIB) -Wl,-z,now -pthread
 FAKECHECK_SRC := $(wildcard tests/fakecuda/check/*.c)
 FAKECHECK_BIN := $(FAKECHECK_SRC:tests/fakecuda/check/%.c=$(B)/fakecuda/check/%)
 
-$(B)/fakecuda/check/%: tests/fakecuda/check/%.c tests/fakecuda/check/harness.h tests/unit/cunit_main.h | $(B)/fakecuda/check
+$(B)/fakecuda/check/%: tests/fakecuda/check/%.c tests/fakecuda/check/harness.h tests/fakecuda/linked.h tests/unit/cunit_main.h | $(B)/fakecuda/check
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< $(APP_LDFLAGS) -lcudart -L$(CUDA_HOME)/lib64/stubs -lcuda -lcunit -ldl
 
 # ---- test programs ----------------------------------------------------------
@@ -189,6 +189,10 @@ CUDASTUBS := -L$(CUDA_HOME)/lib64/stubs
 
 $(B)/apps/trainer: tests/apps/trainer.c tests/apps/lib/loader.h | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< $(APP_LDFLAGS) -lcudart $(CUDASTUBS) -lcuda -lm
+
+# twoctx (issue 18) uploads in two contexts through the driver API.
+$(B)/apps/twoctx: tests/apps/twoctx.c | $(B)/apps
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< $(APP_LDFLAGS) $(CUDASTUBS) -lcuda -ldl
 
 # drvloader reaches the driver only through dlopen + cuGetProcAddress, as a
 # statically linked runtime does: linked with neither libcudart nor libcuda.

@@ -7,28 +7,42 @@
 #   scripts/deps.sh fuzz      also clang and its libFuzzer runtime (make fuzz)
 #   scripts/deps.sh tsan      also gcc's ThreadSanitizer runtime (make tsan)
 #
-# The Python test dependencies (CuPy for tests/e2e/cupy.sh and
-# tests/gpu/cupy_loop.py) live in a virtual environment of their own
+# The Python test dependencies live in virtual environments of their own
 # (Debian 12's pip refuses system-wide installs, PEP 668), pinned, built
-# from wheels downloaded once into a cache beside it, shared by every
+# from wheels downloaded once into a cache beside them, shared by every
 # checkout of the machine:
-#   ${VRAMPOOL_PYENV:-${XDG_CACHE_HOME:-~/.cache}/vrampool/pyenv-<pins>}
-# `scripts/deps.sh --pyenv` prints that path and does nothing else. A
-# failed Python install (no network) is a warning, never an error: the
-# CuPy test then says it was skipped and why ($PYENV.log).
+#   CuPy (tests/e2e/cupy.sh, tests/gpu/cupy_loop.py):
+#     ${VRAMPOOL_PYENV:-${XDG_CACHE_HOME:-~/.cache}/vrampool/pyenv-<pins>}
+#   the real clients (tests/e2e/clients.sh): cuda-bindings, numba-cuda on
+#   cuda-bindings, and PyCUDA, whose wheel is built here once from source
+#   against $CUDA_HOME (g++, the Python headers) and cached with the others:
+#     ${VRAMPOOL_CLIENTS_PYENV:-${XDG_CACHE_HOME:-~/.cache}/vrampool/pyenv-clients-<pins>}
+# `scripts/deps.sh --pyenv` prints the first path, `--pyenv clients` the
+# second, and does nothing else. A failed Python install (no network, no
+# compiler for PyCUDA) is a warning, never an error: the tests then say
+# they were skipped and why (ENV.log, ENV.pycuda.log).
 set -eu
 
 # Exact versions; cuda-pathfinder is CuPy's one other requirement.
 PY_PINS="cupy-cuda13x==14.2.0 numpy==2.4.6 cuda-pathfinder==1.9.1"
+# The clients and every package they need (numba-cuda without extras: the
+# loops compile no kernel). PyCUDA's pins are installed after the others.
+CLIENT_PINS="cuda-bindings==13.5.0 cuda-core==1.2.2 cuda-pathfinder==1.9.1 numba-cuda==0.30.4 numba==0.68.1 llvmlite==0.50.0 numpy==2.4.6 packaging==26.4"
+PYCUDA_PINS="pycuda==2026.1 pytools==2026.1.1 platformdirs==4.14.9 typing-extensions==4.16.0 siphash24==1.9 mako==1.4.3 markupsafe==3.0.4"
 PY_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/vrampool
 PYENV=${VRAMPOOL_PYENV:-$PY_CACHE/pyenv-cupy14.2.0-numpy2.4.6}
+CLIENTS_PYENV=${VRAMPOOL_CLIENTS_PYENV:-$PY_CACHE/pyenv-clients-bindings13.5.0-numba0.30.4-pycuda2026.1}
 if [ "${1:-}" = --pyenv ]; then
-	echo "$PYENV"
+	case ${2:-} in
+	"") echo "$PYENV" ;;
+	clients) echo "$CLIENTS_PYENV" ;;
+	*) echo "deps: unknown python env '$2' (expected clients)" >&2; exit 2 ;;
+	esac
 	exit 0
 fi
 
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-PKGS="make gcc libc6-dev libelf-dev libcunit1-dev libxxhash-dev libjansson-dev libcairo2-dev pkg-config python3 python3-venv valgrind binutils file man-db groff-base"
+PKGS="make gcc g++ python3-dev libc6-dev libelf-dev libcunit1-dev libxxhash-dev libjansson-dev libcairo2-dev pkg-config python3 python3-venv valgrind binutils file man-db groff-base"
 # Debian 12: clang is clang-14, whose libFuzzer (libclang_rt.fuzzer) is in
 # libclang-rt-14-dev; gcc-12's ThreadSanitizer runtime is libtsan2.
 for extra in "$@"; do
@@ -75,49 +89,86 @@ if [ ! -f "$CUDA_HOME/include/cuda_runtime_api.h" ] || [ ! -e "$CUDA_HOME/lib64/
 fi
 echo "deps: CUDA toolkit at $CUDA_HOME ($("$CUDA_HOME/bin/nvcc" --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p' || echo 'no nvcc'))"
 
-# python_env: makes $PYENV hold exactly $PY_PINS, or leaves it absent with
-# the reason in $PYENV.log. Built aside and renamed into place, under a
-# lock, so that a half-made environment is never used and two checkouts
-# running this at once build it once.
+# python_env ENV "PINS" "IMPORTS" WHAT: makes ENV hold exactly PINS (and
+# import IMPORTS), or leaves it absent with the reason in ENV.log. Built
+# aside and renamed into place, under a lock, so that a half-made
+# environment is never used and two checkouts running this at once build
+# it once. WHAT names the tests skipped without it.
 python_env() {
-	local tmp log=$PYENV.log
-	if [ -f "$PYENV/.vrampool-pins" ] && [ "$(cat "$PYENV/.vrampool-pins")" = "$PY_PINS" ]; then
-		echo "deps: python test env present ($PY_PINS) at $PYENV"
+	local env=$1 pins=$2 imports=$3 what=$4 tmp log=$1.log
+	if [ -f "$env/.vrampool-pins" ] && [ "$(cat "$env/.vrampool-pins")" = "$pins" ]; then
+		echo "deps: python test env present ($pins) at $env"
 		return 0
 	fi
-	mkdir -p "$(dirname "$PYENV")" "$PY_CACHE/wheels"
-	exec 9>"$PYENV.lock"
+	mkdir -p "$(dirname "$env")" "$PY_CACHE/wheels"
+	exec 9>"$env.lock"
 	flock 9
-	if [ -f "$PYENV/.vrampool-pins" ] && [ "$(cat "$PYENV/.vrampool-pins")" = "$PY_PINS" ]; then
-		echo "deps: python test env present ($PY_PINS) at $PYENV"
+	if [ -f "$env/.vrampool-pins" ] && [ "$(cat "$env/.vrampool-pins")" = "$pins" ]; then
+		echo "deps: python test env present ($pins) at $env"
 		exec 9>&-
 		return 0
 	fi
-	if [ -e "$PYENV" ] && [ ! -f "$PYENV/.vrampool-pins" ]; then
-		echo "deps: warning: $PYENV exists and was not made here: left alone; the CuPy test will be skipped" >&2
+	if [ -e "$env" ] && [ ! -f "$env/.vrampool-pins" ]; then
+		echo "deps: warning: $env exists and was not made here: left alone; $what will be skipped" >&2
 		exec 9>&-
 		return 0
 	fi
-	echo "deps: installing the python test env ($PY_PINS) at $PYENV"
-	tmp=$PYENV.tmp.$$
-	rm -rf "$tmp" "$PYENV"
+	echo "deps: installing the python test env ($pins) at $env"
+	tmp=$env.tmp.$$
+	rm -rf "$tmp" "$env"
 	# shellcheck disable=SC2086
 	if { python3 -m venv "$tmp" &&
 		"$tmp/bin/python" -m pip download --disable-pip-version-check -q --no-deps \
-			--timeout 30 --retries 2 -d "$PY_CACHE/wheels" $PY_PINS &&
+			--timeout 30 --retries 2 -d "$PY_CACHE/wheels" $pins &&
 		"$tmp/bin/python" -m pip install --disable-pip-version-check -q --no-deps --no-index \
-			--find-links "$PY_CACHE/wheels" $PY_PINS &&
+			--find-links "$PY_CACHE/wheels" $pins &&
 		"$tmp/bin/python" -m pip check &&
-		"$tmp/bin/python" -c 'import cupy, numpy'; } >"$log" 2>&1; then
-		echo "$PY_PINS" >"$tmp/.vrampool-pins"
-		mv "$tmp" "$PYENV"
+		"$tmp/bin/python" -c "import $imports"; } >"$log" 2>&1; then
+		echo "$pins" >"$tmp/.vrampool-pins"
+		mv "$tmp" "$env"
 		rm -f "$log"
 	else
 		rm -rf "$tmp"
-		echo "deps: warning: could not install the python test env (see $log); the CuPy test will be skipped" >&2
+		echo "deps: warning: could not install the python test env (see $log); $what will be skipped" >&2
 		tail -n 3 "$log" | sed 's/^/deps:   /' >&2
 	fi
 	exec 9>&-
 	return 0
 }
-python_env
+python_env "$PYENV" "$PY_PINS" "cupy, numpy" "the CuPy test"
+python_env "$CLIENTS_PYENV" "$CLIENT_PINS" "cuda.bindings.driver, numba.cuda, numpy" \
+	"the cuda-bindings and numba-cuda loops"
+
+# pycuda_into_clients: PyCUDA has no wheel on PyPI: its wheel is built once
+# from the pinned source against $CUDA_HOME into the wheel cache, then
+# installed into the clients' env with its pinned requirements. A failure
+# leaves the env as it was, the reason in $CLIENTS_PYENV.pycuda.log.
+pycuda_into_clients() {
+	local py=$CLIENTS_PYENV/bin/python log=$CLIENTS_PYENV.pycuda.log tag
+	[ -x "$py" ] || return 0
+	if "$py" -c 'import pycuda, sys; sys.exit(pycuda.VERSION_TEXT != "2026.1")' 2>/dev/null; then
+		echo "deps: PyCUDA 2026.1 present in $CLIENTS_PYENV"
+		return 0
+	fi
+	exec 9>"$CLIENTS_PYENV.lock"
+	flock 9
+	echo "deps: installing PyCUDA 2026.1 (a one-time build from source against $CUDA_HOME) into $CLIENTS_PYENV"
+	# shellcheck disable=SC2086
+	tag=$("$py" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+	if { { ls "$PY_CACHE"/wheels/pycuda-2026.1-"$tag"-*.whl >/dev/null 2>&1 ||
+		CUDA_HOME=$CUDA_HOME "$py" -m pip wheel --disable-pip-version-check -q --no-deps \
+			--timeout 30 --retries 2 -w "$PY_CACHE/wheels" pycuda==2026.1; } &&
+		"$py" -m pip download --disable-pip-version-check -q --no-deps --timeout 30 --retries 2 \
+			-d "$PY_CACHE/wheels" ${PYCUDA_PINS#pycuda==2026.1 } &&
+		"$py" -m pip install --disable-pip-version-check -q --no-deps --no-index \
+			--find-links "$PY_CACHE/wheels" $PYCUDA_PINS &&
+		"$py" -m pip check && "$py" -c 'import pycuda'; } >"$log" 2>&1; then
+		rm -f "$log"
+	else
+		echo "deps: warning: could not install PyCUDA (see $log); its loops will be skipped" >&2
+		tail -n 3 "$log" | sed 's/^/deps:   /' >&2
+	fi
+	exec 9>&-
+	return 0
+}
+pycuda_into_clients

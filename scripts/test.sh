@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test this machine can run and ends with one line
-# "N passed, N failed". Three kinds of test:
+# "N passed, N failed, N skipped". Three kinds of test:
 #   build/unit/test_*        CUnit suites of the shim's modules (sanitized)
 #   build/fakecuda/check/*   CUnit suites proving the emulated device is strict
 #   tests/e2e/*.sh           end-to-end scripts; each prints PASS:/FAIL: lines
+#                            (and SKIP: lines for a check this machine cannot run, with why)
 # A suite that dies before CUnit's summary counts as one failure.
 set -u
 cd "$(dirname "$0")/.." || exit 2
@@ -13,6 +14,7 @@ LOGDIR=build/test-logs
 mkdir -p "$LOGDIR"
 passed=0
 failed=0
+skipped=0   # SKIP: lines of the e2e scripts (a missing optional package), never passes
 failures=()
 
 # run_cunit NAME CMD...: runs a CUnit binary and adds its "tests" row.
@@ -59,12 +61,13 @@ for s in tests/e2e/*.sh; do
 	rc=$?
 	p=$(grep -c '^PASS: ' "$log")
 	f=$(grep -c '^FAIL: ' "$log")
-	passed=$((passed + p)); failed=$((failed + f))
-	grep -E '^(PASS|FAIL): ' "$log"
+	k=$(grep -c '^SKIP: ' "$log")
+	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + k))
+	grep -E '^(PASS|FAIL|SKIP): ' "$log"
 	if [ "$f" -ne 0 ]; then
 		failures+=("$name")
 		grep -A12 '^FAIL: ' "$log" | head -n 60
-	elif [ "$rc" -ne 0 ] || [ "$p" -eq 0 ]; then
+	elif [ "$rc" -ne 0 ] || [ $((p + k)) -eq 0 ]; then
 		failed=$((failed + 1)); failures+=("$name (exit $rc)")
 		tail -n 30 "$log"
 	fi
@@ -75,5 +78,5 @@ if [ ${#failures[@]} -ne 0 ]; then
 	echo "failing: ${failures[*]}"
 	echo "(full logs in $LOGDIR/)"
 fi
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -12,7 +12,7 @@
 # CuPy runs the loop on a GPU: tests/gpu/cupy_loop.py.
 #
 # Without the Python test env (scripts/deps.sh could not install it: no
-# network) one line says the test was skipped and why; a network problem
+# network) one SKIP line says the test was skipped and why; a network problem
 # never fails the suite.
 source "$(dirname "$0")/lib.sh"
 # These checks expect hits: the cost ledger is forced to pool, so that none
@@ -28,19 +28,12 @@ ARGS=(--samples 2048 --row $ROW --batch 64 --epochs 4 --ring 3 --seed 5)
 if [ ! -x "$PY" ] || ! "$PY" -c 'import cupy, numpy' >/dev/null 2>&1; then
 	why="no python test env at $PYENV"
 	[ -f "$PYENV.log" ] && why="$why: $(grep -E 'ERROR|Error' "$PYENV.log" | tail -n 1)"
-	echo "PASS: CuPy on the emulated device (skipped: $why; scripts/deps.sh installs it)"
+	echo "SKIP: CuPy on the emulated device ($why; scripts/deps.sh installs it)"
 	exit 0
 fi
 
 # loop NAME ENV... -- ARGS...: the loop with a device report; files in $TMP/NAME.*
-loop() {
-	local name=$1; shift
-	local envs=()
-	while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
-	shift
-	env FAKECUDA_REPORT="$TMP/$name.fake.json" "${envs[@]}" \
-		"$PY" "$LOOP" --json "$TMP/$name.loop.json" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
-}
+loop() { py_loop "$@"; }
 
 # field NAME E KEY: KEY's value on epoch line E of run NAME.
 field() {

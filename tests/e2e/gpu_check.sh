@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The real-GPU check script (tests/gpu/check.sh) proven on the emulated
 # device: --emulated --quick runs every step that makes sense there and
-# ends all verified, with the matrix and the table; the script and
+# ends all verified, with the matrix and the table (and a row per Python
+# client: verified, or skipped saying why); the script and
 # scripts/bench.sh are shellcheck-clean where shellcheck is installed.
 source "$(dirname "$0")/lib.sh"
 
@@ -13,7 +14,8 @@ emulated_check() {
 		grep -q '^gather kernel: ok' "$out" &&
 		grep -qE '^trainer-pool-ptsz +verified' "$out" &&
 		grep -q '^bench_shim 3KiB ' "$out" &&
-		grep -qE '^trainer_static: (built, imports no cuda\* symbol|no nvcc here)' "$out" ||
+		grep -qE '^trainer_static: (built, imports no cuda\* symbol|no nvcc here)' "$out" &&
+		[ "$(grep -cE '^clients (bindings|numba|pycuda): (.* verified and identical .*|skipped: .* does not import .*)$' "$out")" -eq 3 ] ||
 		{ tail -n 40 "$out"; return 1; }
 }
 check "the GPU check runs on the emulated device and ends all verified, matrix and table printed" emulated_check

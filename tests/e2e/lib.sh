@@ -70,3 +70,16 @@ known_bug() {
 		printf '%s\n' "$out" | tail -n 12 | sed 's/^/    /'
 	fi
 }
+
+# py_loop NAME ENV... -- ARGS...: runs "$PY" "$LOOP" ARGS (a Python upload
+# loop of tests/python) with ENV, a device report and --json; files in
+# $TMP/NAME.* (.out, .err, .fake.json, .loop.json); returns its status.
+# (cupy.sh and clients.sh)
+py_loop() {
+	local name=$1; shift
+	local envs=()
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+	shift
+	env FAKECUDA_REPORT="$TMP/$name.fake.json" "${envs[@]}" \
+		"$PY" "$LOOP" --json "$TMP/$name.loop.json" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
+}

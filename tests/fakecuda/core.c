@@ -403,6 +403,7 @@ static int dev_alloc(int d, size_t size, size_t align, int internal, void **out)
 	dv->blocks[i].size = need;
 	dv->blocks[i].asked = size;
 	dv->blocks[i].internal = internal;
+	dv->blocks[i].ctx = internal ? NULL : fc_ctx_owner(fc_tls_get()->ctx);
 	dv->nblocks++;
 	dv->used += need;
 	*out = dv->none_base + start;
@@ -514,14 +515,14 @@ int fc_dev_block(const void *p, int *dev, void **base, size_t *size)
 	return err;
 }
 
-void fc_dev_reset(int dev)
+/* Frees the freeable blocks of device DV that belong to context C (NULL:
+ * the primary context). */
+static void free_ctx_blocks_locked(struct fc_device *dv, const struct CUctx_st *c)
 {
-	struct fc_device *dv = &fc.dev[dev];
 	size_t i, kept = 0;
 
-	pthread_mutex_lock(&fc.lock);
 	for (i = 0; i < dv->nblocks; i++) {
-		if (dv->blocks[i].internal) {
+		if (dv->blocks[i].internal || dv->blocks[i].ctx != c) {
 			dv->blocks[kept++] = dv->blocks[i];
 			continue;
 		}
@@ -529,9 +530,47 @@ void fc_dev_reset(int dev)
 		fc_alloc_account(-(long long)dv->blocks[i].size);
 	}
 	dv->nblocks = kept;
+}
+
+/* The primary context's allocations go; created contexts keep theirs. */
+void fc_dev_reset(int dev)
+{
+	struct fc_device *dv = &fc.dev[dev];
+
+	pthread_mutex_lock(&fc.lock);
+	free_ctx_blocks_locked(dv, NULL);
 	dv->ctx.gen++;
 	dv->ctx.active = 0;
 	pthread_mutex_unlock(&fc.lock);
+}
+
+void fc_ctx_free_blocks(struct CUctx_st *c)
+{
+	pthread_mutex_lock(&fc.lock);
+	free_ctx_blocks_locked(&fc.dev[c->dev], c);
+	pthread_mutex_unlock(&fc.lock);
+}
+
+struct CUctx_st *fc_ctx_owner(struct CUctx_st *c)
+{
+	return c && c->created ? c : NULL;
+}
+
+int fc_mem_ctx_check(const void *p, struct CUctx_st *c)
+{
+	int d = dev_of(p), err = 0;
+	long i;
+
+	if (d < 0)
+		return 0;
+	pthread_mutex_lock(&fc.lock);
+	i = block_find_locked(d, p);
+	if (i >= 0 && fc.dev[d].blocks[i].ctx != fc_ctx_owner(c))
+		err = -EINVAL;
+	pthread_mutex_unlock(&fc.lock);
+	if (err)
+		atomic_fetch_add(&fc_cnt.ctx_refusals, 1);
+	return err;
 }
 
 int fc_dev_free(const void *p)
@@ -793,7 +832,7 @@ int fc_host_flags(const void *p, unsigned *flags)
 	X(injected_faults) X(graph_nodes_captured) X(graph_launches) \
 	X(kernel_launches) X(kernel_bytes) X(kernel_faults) \
 	X(ops_copy) X(ops_batch) X(ops_kernel) X(ops_memset) X(ops_hostfn) \
-	X(ops_event) X(ops_other)
+	X(ops_event) X(ops_other) X(ctx_refusals)
 
 FC_API unsigned long long fakecuda_counter(const char *name)
 {

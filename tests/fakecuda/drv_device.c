@@ -3,7 +3,7 @@
  * primary context of each device, the per-thread context stack).
  *
  * The driver shares every object with the runtime: a CUcontext is the
- * primary context of a device, CUstream and cudaStream_t are the same
+ * primary context of a device (or one of its own: drv_context.c), CUstream and cudaStream_t are the same
  * structures, CUevent and cudaEvent_t too. Calls other than cuInit,
  * cuDriverGetVersion, the error strings and cuGetProcAddress need cuInit
  * (or a prior runtime call) first; memory and stream calls need a current
@@ -145,16 +145,6 @@ FC_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-static int ctx_valid(CUcontext c)
-{
-	int d;
-
-	for (d = 0; d < fc.cfg.devices; d++)
-		if (c == &fc.dev[d].ctx)
-			return 1;
-	return 0;
-}
-
 FC_API CUresult cuCtxGetCurrent(CUcontext *pctx)
 {
 	DRV_ENTER("cuCtxGetCurrent", 0);
@@ -183,7 +173,7 @@ FC_API CUresult cuCtxSetCurrent(CUcontext ctx)
 	struct fc_tls *t;
 
 	DRV_ENTER("cuCtxSetCurrent", 0);
-	if (ctx && !ctx_valid(ctx))
+	if (ctx && !fc_ctx_valid(ctx))
 		return CUDA_ERROR_INVALID_CONTEXT;
 	/* It replaces the top of the context stack; NULL pops it. */
 	t = fc_tls_get();
@@ -201,7 +191,7 @@ FC_API CUresult cuCtxPushCurrent_v2(CUcontext ctx)
 	struct fc_tls *t;
 
 	DRV_ENTER("cuCtxPushCurrent_v2", 0);
-	if (!ctx || !ctx_valid(ctx))
+	if (!ctx || !fc_ctx_valid(ctx))
 		return CUDA_ERROR_INVALID_CONTEXT;
 	t = fc_tls_get();
 	if (t->ctx) {
@@ -228,6 +218,35 @@ FC_API CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
 	return CUDA_SUCCESS;
 }
 
+/* The deprecated usage count of a context (PyCUDA detaches the context it
+ * found current at exit): cuCtxAttach counts a use of the current context
+ * and returns it, cuCtxDetach takes one back from a current context. The
+ * count is the primary context's retain count, never below 0; neither
+ * changes the context stack. */
+FC_API CUresult cuCtxAttach(CUcontext *pctx, unsigned int flags)
+{
+	DRV_ENTER("cuCtxAttach", 1);
+	if (!pctx || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pctx = fc_tls_get()->ctx;
+	pthread_mutex_lock(&fc.lock);
+	(*pctx)->refs++;
+	pthread_mutex_unlock(&fc.lock);
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuCtxDetach(CUcontext ctx)
+{
+	DRV_ENTER("cuCtxDetach", 1);
+	if (!ctx || ctx != fc_tls_get()->ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&fc.lock);
+	if (ctx->refs > 0)
+		ctx->refs--;
+	pthread_mutex_unlock(&fc.lock);
+	return CUDA_SUCCESS;
+}
+
 /* Every context here is made by the CUDA 3.2+ API. */
 FC_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
@@ -236,7 +255,7 @@ FC_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!ctx)
 		ctx = fc_tls_get()->ctx;
-	if (!ctx || !ctx_valid(ctx))
+	if (!ctx || !fc_ctx_valid(ctx))
 		return CUDA_ERROR_INVALID_CONTEXT;
 	*version = 3020;
 	return CUDA_SUCCESS;
@@ -264,7 +283,7 @@ FC_API CUresult cuCtxSynchronize_v2(CUcontext ctx)
 	DRV_ENTER("cuCtxSynchronize_v2", 0);
 	if (!ctx)
 		ctx = fc_tls_get()->ctx;
-	if (!ctx || !ctx_valid(ctx))
+	if (!ctx || !fc_ctx_valid(ctx))
 		return CUDA_ERROR_INVALID_CONTEXT;
 	return fc_drv_err(fc_device_sync(ctx->dev));
 }

@@ -5,6 +5,7 @@
  * cuGetExportTable, which hands out none of NVIDIA's private tables.
  */
 #include "fakecuda.h"
+#include "linked.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -36,9 +37,19 @@ int fc_drv_enter(const char *name, int need_ctx)
 		return -EIO;
 	if (!fc.driver_inited)
 		return -FC_ENOINIT;
-	if (need_ctx && !fc_tls_get()->ctx)
+	if (need_ctx && (!fc_tls_get()->ctx || fc_tls_get()->ctx->destroyed))
 		return -FC_ENOCTX;
 	return 0;
+}
+
+/* The stubs of linked.h (drv_linked.c): counted, named once, refused. */
+int fc_linked_unemulated(const char *name, int *said)
+{
+	if (fc_api_enter(name))
+		return CUDA_ERROR_UNKNOWN;
+	if (!__atomic_exchange_n(said, 1, __ATOMIC_RELAXED))
+		fprintf(stderr, "fakecuda: %s is not emulated (CUDA_ERROR_NOT_SUPPORTED)\n", name);
+	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 /* ---- errors ---- */
@@ -120,6 +131,10 @@ static const struct fc_proc procs[] = {
 	P("cuDeviceGetCount", 0, cuDeviceGetCount, NULL),
 	P("cuDeviceGetName", 0, cuDeviceGetName, NULL),
 	P("cuDeviceGetAttribute", 0, cuDeviceGetAttribute, NULL),
+	P("cuDeviceGetUuid", 11040, cuDeviceGetUuid_v2, NULL),
+	P("cuDeviceGetUuid", 0, cuDeviceGetUuid, NULL),
+	P("cuDeviceComputeCapability", 0, cuDeviceComputeCapability, NULL),
+	P("cuDeviceGetPCIBusId", 0, cuDeviceGetPCIBusId, NULL),
 	P("cuDeviceTotalMem", 0, cuDeviceTotalMem_v2, NULL),
 	P("cuDevicePrimaryCtxRetain", 0, cuDevicePrimaryCtxRetain, NULL),
 	P("cuDevicePrimaryCtxRelease", 0, cuDevicePrimaryCtxRelease_v2, NULL),
@@ -132,6 +147,10 @@ static const struct fc_proc procs[] = {
 	P("cuCtxPushCurrent", 0, cuCtxPushCurrent_v2, NULL),
 	P("cuCtxPopCurrent", 0, cuCtxPopCurrent_v2, NULL),
 	P("cuCtxGetApiVersion", 0, cuCtxGetApiVersion, NULL),
+	P("cuCtxCreate", 12050, cuCtxCreate_v4, NULL),
+	P("cuCtxDestroy", 4000, cuCtxDestroy_v2, NULL),
+	P("cuCtxAttach", 0, cuCtxAttach, NULL),
+	P("cuCtxDetach", 0, cuCtxDetach, NULL),
 	P("cuDevicePrimaryCtxGetState", 0, cuDevicePrimaryCtxGetState, NULL),
 	P("cuMemAlloc", 0, cuMemAlloc_v2, NULL),
 	P("cuMemFree", 0, cuMemFree_v2, NULL),

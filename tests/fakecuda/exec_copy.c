@@ -50,6 +50,10 @@ int fc_copy_describe(struct fc_xfer *x, void *dst, size_t dpitch, const void *sr
 	dk = fc_mem_classify(dst, dspan, NULL);
 	if (sk < 0 || dk < 0)
 		return -EINVAL;
+	/* Device memory must belong to the caller's context. */
+	if ((sk == FC_DEVICE && fc_mem_ctx_check(src, fc_tls_get()->ctx)) ||
+	    (dk == FC_DEVICE && fc_mem_ctx_check(dst, fc_tls_get()->ctx)))
+		return -EINVAL;
 	sdev = sk == FC_DEVICE || sk == FC_MANAGED;
 	ddev = dk == FC_DEVICE || dk == FC_MANAGED;
 	switch (kind) {
@@ -104,6 +108,8 @@ int fc_memset_describe(struct fc_xfer *x, void *dst, size_t pitch, unsigned valu
 		return -EINVAL;
 	dk = fc_mem_classify(dst, span, NULL);
 	if (dk != FC_DEVICE && dk != FC_MANAGED)
+		return -EINVAL;
+	if (dk == FC_DEVICE && fc_mem_ctx_check(dst, fc_tls_get()->ctx))
 		return -EINVAL;
 	*x = (struct fc_xfer){ .kind = OP_MEMSET, .dst = dst, .width = wbytes, .rows = height, .dpitch = pitch,
 			       .spitch = pitch, .n = wbytes * height, .value = value, .esize = esize };

@@ -163,10 +163,12 @@ struct range_cache {
 	const char *lo, *hi;
 };
 
-/* Says whether [p, p + n) lies inside one allocation the kernel on device
- * DEV may touch: device memory of DEV, or managed memory. */
-static int range_ok(uint64_t p, uint64_t n, int dev, struct range_cache *c)
+/* Says whether [p, p + n) lies inside one allocation the kernel of
+ * launch G may touch: device memory of its device and context, or
+ * managed memory. */
+static int range_ok(uint64_t p, uint64_t n, const struct fc_gather *g, struct range_cache *c)
 {
+	int dev = g->dev;
 	const char *a = (const char *)(uintptr_t)p;
 	const char *lo, *hi;
 	int d = -1, kind;
@@ -174,7 +176,7 @@ static int range_ok(uint64_t p, uint64_t n, int dev, struct range_cache *c)
 	if (c->lo && a >= c->lo && a < c->hi && n <= (uint64_t)(c->hi - a))
 		return 1;
 	if (fc_mem_extent(a, &d, &lo, &hi) == 0) {
-		if (d != dev || n > (uint64_t)(hi - a))
+		if (d != dev || n > (uint64_t)(hi - a) || fc_mem_ctx_check(a, g->ctx))
 			return 0;
 		c->lo = lo;
 		c->hi = hi;
@@ -197,13 +199,14 @@ static int gather_check_entry(const struct fc_gather *g, const struct fc_gather_
 	    __builtin_add_overflow(e->slab, n, &slab_end))
 		return gather_faulted("entry %u: %u rows of %llu bytes overflow the address space", i, nrows,
 			     (unsigned long long)g->h.row);
-	if (!range_ok(e->slab, n, g->dev, slabs))
-		return gather_faulted("entry %u: slab range 0x%llx + %llu is not inside one allocation of device %d", i,
-			     (unsigned long long)e->slab, (unsigned long long)n, g->dev);
-	if (!range_ok(dst, n, g->dev, dsts))
+	if (!range_ok(e->slab, n, g, slabs))
+		return gather_faulted("entry %u: slab range 0x%llx + %llu is not inside one allocation of device %d "
+			     "and the launch's context", i, (unsigned long long)e->slab, (unsigned long long)n,
+			     g->dev);
+	if (!range_ok(dst, n, g, dsts))
 		return gather_faulted("entry %u: destination rows %u..%u (0x%llx + %llu) are not inside one allocation "
-			     "of device %d", i, e->dst_row, e->dst_row + nrows - 1, (unsigned long long)dst,
-			     (unsigned long long)n, g->dev);
+			     "of device %d and the launch's context", i, e->dst_row, e->dst_row + nrows - 1,
+			     (unsigned long long)dst, (unsigned long long)n, g->dev);
 	if (e->nrows_dir & FC_GATHER_CAPTURE) {
 		*w = (struct span){ e->slab, slab_end, i };
 		*r = (struct span){ dst, dst_end, i };

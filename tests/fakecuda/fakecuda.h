@@ -57,6 +57,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The driver exports its deprecated entry points too (PyCUDA links some). */
+#define CUDA_ENABLE_DEPRECATED 1
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -86,6 +88,9 @@ struct fc_counters {
 	/* Stream operations by kind, counted when submitted to run (a graph
 	 * replay's nodes at replay): a batch is one operation. */
 	atomic_ullong ops_copy, ops_batch, ops_kernel, ops_memset, ops_hostfn, ops_event, ops_other;
+	/* Accesses refused because the memory belongs to another context
+	 * (copies and memsets at the call, gather launches on the worker). */
+	atomic_ullong ctx_refusals;
 };
 
 #define FC_BLOCK_VAR 1   /* backs a registered __device__ variable */
@@ -97,6 +102,7 @@ struct fc_block {
 	size_t size;
 	size_t asked;
 	int internal;    /* FC_BLOCK_VAR or FC_BLOCK_PHYS: not freeable with cudaFree */
+	struct CUctx_st *ctx; /* the created context it was allocated in; NULL: the primary */
 };
 
 /* The one memory pool of a device (cudaMemPool_t): stream-ordered
@@ -109,12 +115,16 @@ struct CUmemPoolHandle_st {
 
 #define FC_NLIMITS 7
 
-/* The primary context of a device (CUcontext). */
+/* A context (CUcontext): the primary context of a device, or one of its
+ * own made by cuCtxCreate (drv_context.c), never freed (a destroyed one
+ * stays, marked, so that a stale handle is recognised). */
 struct CUctx_st {
 	int dev;
 	int refs;
 	atomic_int active;       /* used since the last reset (cuDevicePrimaryCtxGetState); set by any thread */
-	unsigned long long gen;  /* bumped by cudaDeviceReset; part of cuCtxGetId */
+	unsigned long long gen;  /* bumped by cudaDeviceReset (cuCtxDestroy); part of cuCtxGetId */
+	int created;             /* made by cuCtxCreate */
+	int destroyed;           /* by cuCtxDestroy */
 };
 
 struct fc_device {
@@ -228,6 +238,7 @@ _Static_assert(sizeof(struct fc_gather_params) == 48 + FC_GATHER_INLINE, "params
 struct fc_gather {
 	atomic_uint refs;
 	int dev;
+	struct CUctx_st *ctx;    /* the launch's context (fc_ctx_owner): the only memory it may touch */
 	uint64_t threads;        /* grid x block, 1-D */
 	struct fc_gather_head h;
 	size_t tab_bytes;        /* inline table bytes copied */
@@ -297,6 +308,17 @@ void fc_dev_free_phys(int dev, size_t off);
 /* cudaDeviceReset's memory part: frees every allocation of device dev
  * (not module variables) and starts a new context generation. */
 void fc_dev_reset(int dev);
+/* Frees every allocation made in the created context C (cuCtxDestroy). */
+void fc_ctx_free_blocks(struct CUctx_st *c);
+/* The owner the arena allocations of a thread whose current context is C
+ * get: C when created, else NULL (the device's primary context). */
+struct CUctx_st *fc_ctx_owner(struct CUctx_st *c);
+/* 0 when P is not arena device memory or belongs to context C (as
+ * fc_ctx_owner normalises it); else -EINVAL, counted in ctx_refusals: a
+ * driver refuses memory of another context. */
+int fc_mem_ctx_check(const void *p, struct CUctx_st *c);
+/* drv_context.c: whether C is a live context (primary or created). */
+int fc_ctx_valid(CUcontext c);
 void fc_dev_meminfo(int dev, size_t *free_b, size_t *total);
 /* Host memory registry. */
 int fc_host_alloc(size_t size, unsigned flags, void **out);
@@ -653,6 +675,16 @@ FC_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigne
  * cuGetProcAddress_v2. */
 #undef cuGetProcAddress
 FC_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+
+/* The pre-11.4 cuDeviceGetUuid, likewise mapped by cuda.h to its _v2
+ * (drv_query.c; numba-cuda and PyCUDA ask for one or the other). */
+#undef cuDeviceGetUuid
+FC_API CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev);
+/* And the usage count of CUDA 1.x contexts, declared for its own build. */
+FC_API CUresult cuCtxAttach(CUcontext *pctx, unsigned int flags);
+/* The CUDA 12.5+ cuCtxCreate (cuda.h maps cuCtxCreate to it) and
+ * cuCtxDestroy's _v2 are declared by cuda.h; drv_context.c defines them. */
+FC_API CUresult cuCtxDetach(CUcontext ctx);
 
 /* ---- test-only hooks (version node FAKECUDA) ---- */
 FC_API unsigned long long fakecuda_counter(const char *name);

@@ -246,6 +246,7 @@ static CUresult launch(const char *name, int ptsz, CUfunction f, unsigned gx, un
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	atomic_init(&g->refs, 1);
 	g->dev = ctx->dev;
+	g->ctx = fc_ctx_owner(ctx);
 	/* The kernel numbers threads by x alone: other dimensions repeat work. */
 	g->threads = gy == 1 && gz == 1 && by == 1 && bz == 1 ? (uint64_t)gx * bx : 0;
 	g->h = head;

@@ -24,7 +24,14 @@
 #   7. when jax imports and sees the GPU: the JAX upload loop (driver API
 #      copies) without the shim, with VRAMPOOL=off and with the pool, every
 #      batch read back and compared, checksums compared across runs;
-#   8. when cupy imports: the CuPy loop (tests/gpu/cupy_loop.py).
+#   8. when cupy imports: the CuPy loop (tests/gpu/cupy_loop.py);
+#   9. each Python client that imports (cuda-bindings, numba-cuda, PyCUDA;
+#      from scripts/deps.sh's clients env where there is one, else
+#      $PYTHON): tests/python/client_loop.py without the shim, with
+#      VRAMPOOL=off and with the pool, every batch read back and compared,
+#      checksums compared across runs, the shim's byte counts checked (a
+#      PyCUDA built on another machine cannot be carried: skipped, saying
+#      why, where it does not import).
 # It prints a short table last and exits 0 only when everything verified.
 # Well under 5 minutes on an H200.
 #
@@ -336,6 +343,46 @@ if [ -f tests/gpu/cupy_loop.py ] && [ $EMU -eq 0 ] && "$PYC" -c 'import cupy' 2>
 else
 	note "cupy: not importable here, no tests/gpu/cupy_loop.py, or emulated (e2e/cupy.sh covers it): skipped"
 fi
+
+step "9. Python clients: cuda-bindings, numba-cuda, PyCUDA"
+PYK=$PY
+if [ -x "$(scripts/deps.sh --pyenv clients 2>/dev/null)/bin/python" ]; then
+	PYK=$(scripts/deps.sh --pyenv clients)/bin/python
+fi
+# client_case CLIENT NAME ENV...: one run of the client's loop; files $OUT/client-CLIENT-NAME.*
+client_case() {
+	local c=$1 name=client-$1-$2
+	shift 2
+	env "$@" VRAMPOOL_STATS="$OUT/$name.stats.json" timeout 180 "$PYK" tests/python/client_loop.py --client "$c" \
+		--samples 512 --row 3072 --batch 64 --epochs 6 --json "$OUT/$name.json" >"$OUT/$name.out" 2>"$OUT/$name.err"
+}
+declare -A client_module=([bindings]=cuda.bindings.driver [numba]=numba.cuda [pycuda]=pycuda.driver)
+for c in bindings numba pycuda; do
+	if ! why=$("$PYK" -c "import ${client_module[$c]}" 2>&1); then
+		hint=""
+		[ $c = pycuda ] && hint="; PyCUDA is built from source against the toolkit, so one built on another machine cannot be carried: scripts/deps.sh builds it where PyPI is reachable"
+		note "clients $c: skipped: ${client_module[$c]} does not import with $PYK ($(tail -n 1 <<<"$why"))$hint"
+		continue
+	fi
+	ok=1
+	client_case $c plain || ok=0
+	client_case $c off LD_PRELOAD="$SHIM" VRAMPOOL=off || ok=0
+	client_case $c pool LD_PRELOAD="$SHIM" VRAMPOOL_LAYOUT=3072 || ok=0
+	v=$("$PY" - "$OUT"/client-$c-{plain,off,pool}.json "$OUT"/client-$c-{off,pool}.stats.json <<'PY' 2>&1
+import json, sys
+runs = [json.load(open(p)) for p in sys.argv[1:4]]
+stats = [json.load(open(p)) for p in sys.argv[4:6]]
+same = all(r["verified"] and r["checksums"] == runs[0]["checksums"] for r in runs) and runs[0]["checksums"]
+sums = all(s["bytes"]["h2d"] + s["bytes"]["served_from_pool"] == s["bytes"]["requested"] for s in stats)
+b = stats[1]["bytes"]
+print("%s: %d batches %s across plain/off/pool, h2d+served==requested %s, served %.1f%%" % (
+    runs[0]["version"], len(runs[0]["checksums"]), "verified and identical" if same else "DIFFERENT",
+    sums, 100.0 * b["served_from_pool"] / max(1, b["requested"])))
+sys.exit(0 if same and sums else 1)
+PY
+) || ok=0
+	if [ $ok -eq 1 ]; then note "clients $c: $v"; else bad "clients $c: FAILED: $v (see $OUT/client-$c-*)"; fi
+done
 
 echo
 echo "== vrampool real-GPU check: $DEVICE ($(($(date +%s) - start)) s)"

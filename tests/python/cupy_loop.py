@@ -77,6 +77,16 @@ def device_h2d_counter():
     return lambda: fn(b"h2d_bytes")
 
 
+def write_result(path, out, rc):
+    """Writes the run's figures (out, "verified" added) to path when given;
+    returns rc, the run's exit status (tests/python/client_loop.py too)."""
+    out["verified"] = rc == 0
+    if path:
+        with open(path, "w") as f:
+            json.dump(out, f)
+    return rc
+
+
 def emulated_device():
     try:
         ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOW).fakecuda_counter
@@ -183,12 +193,7 @@ def main(argv):
                   "export tables (cuGetExportTable) that CuPy's embedded CUDA runtime needs: use "
                   "--backend standin here, CuPy on a GPU", file=sys.stderr)
         return 3
-    rc = run(cp, empty_pinned, a, out)
-    out["verified"] = rc == 0
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f)
-    return rc
+    return write_result(a.json, out, run(cp, empty_pinned, a, out))
 
 
 if __name__ == "__main__":

@@ -847,6 +847,136 @@ static void register_shadow_var(void)
 	__cudaRegisterVar(h, shadow_var, shadow_var, "shadow_var", 0, sizeof(shadow_var), 0, 0);
 }
 
+/* ---- what the real clients reach (issue 18) ---- */
+
+#include "../linked.h"
+
+#define LINKED_NAME(n) #n,
+static const char *const linked_names[] = { FC_LINKED_UNEMULATED(LINKED_NAME) };
+
+/*
+ * numba-cuda's and PyCUDA's reach: both UUID forms (equal, stable, per
+ * device), the compute capability, the usage count; every stub of
+ * linked.h is exported, refuses with CUDA_ERROR_NOT_SUPPORTED, is counted
+ * and named once on stderr, and is "not found" to cuGetProcAddress under
+ * its base name and its own.
+ */
+static void child_clients_reach(void)
+{
+	CUresult (*gpa)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+	CUresult (*uuid1)(CUuuid *, CUdevice), (*uuid2)(CUuuid *, CUdevice);
+	CUresult (*cc)(int *, int *, CUdevice), (*attach)(CUcontext *, unsigned int);
+	CUresult (*detach)(CUcontext), (*stub)(void *, void *);
+	CUdriverProcAddressQueryResult q;
+	CUuuid a, b, c;
+	CUcontext ctx, got;
+	char path[] = "/tmp/fakecuda-linked-XXXXXX", text[8192], base[64], *v;
+	void *h, *fn;
+	int major = 0, minor = 0, fd = mkstemp(path), saved = dup(2);
+	size_t i;
+
+	CHK(fd >= 0 && saved >= 0);
+	unlink(path);
+	h = dlopen("libcuda.so.1", RTLD_NOW);
+	CHK(h != NULL);
+	*(void **)&gpa = dlsym(h, "cuGetProcAddress_v2");
+	*(void **)&uuid1 = dlsym(h, "cuDeviceGetUuid");
+	*(void **)&uuid2 = dlsym(h, "cuDeviceGetUuid_v2");
+	*(void **)&cc = dlsym(h, "cuDeviceComputeCapability");
+	*(void **)&attach = dlsym(h, "cuCtxAttach");
+	*(void **)&detach = dlsym(h, "cuCtxDetach");
+	CHK(gpa && uuid1 && uuid2 && cc && attach && detach);
+	CHK(cuInit(0) == CUDA_SUCCESS);
+	CHK(uuid2(&a, 0) == CUDA_SUCCESS && uuid1(&b, 0) == CUDA_SUCCESS && uuid2(&c, 0) == CUDA_SUCCESS);
+	CHK(memcmp(a.bytes, b.bytes, 16) == 0 && memcmp(a.bytes, c.bytes, 16) == 0);
+	CHK(memcmp(a.bytes, "fakecuda", 8) == 0 && a.bytes[15] == 1);
+	CHK(uuid2(&a, 1) == CUDA_ERROR_INVALID_DEVICE && uuid2(NULL, 0) == CUDA_ERROR_INVALID_VALUE);
+	CHK(gpa("cuDeviceGetUuid", &fn, 13000, 0, &q) == CUDA_SUCCESS && fn == *(void **)&uuid2);
+	CHK(gpa("cuDeviceGetUuid", &fn, 11000, 0, &q) == CUDA_SUCCESS && fn == *(void **)&uuid1);
+	CHK(cc(&major, &minor, 0) == CUDA_SUCCESS && major == 9 && minor == 0);
+
+	CHK(attach(&got, 0) == CUDA_ERROR_INVALID_CONTEXT);     /* none current */
+	CHK(cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS && cuCtxSetCurrent(ctx) == CUDA_SUCCESS);
+	CHK(attach(&got, 0) == CUDA_SUCCESS && got == ctx);
+	CHK(detach(ctx) == CUDA_SUCCESS && cuCtxGetCurrent(&got) == CUDA_SUCCESS && got == ctx);
+	CHK(detach(NULL) == CUDA_ERROR_INVALID_CONTEXT);
+
+	dup2(fd, 2);
+	for (i = 0; i < sizeof(linked_names) / sizeof(linked_names[0]); i++) {
+		*(void **)&stub = dlsym(h, linked_names[i]);
+		CHK(stub != NULL);
+		CHK(stub(NULL, NULL) == CUDA_ERROR_NOT_SUPPORTED && stub(NULL, NULL) == CUDA_ERROR_NOT_SUPPORTED);
+		CHK(counter(linked_names[i]) == 2);
+		fn = &q;
+		CHK(gpa(linked_names[i], &fn, 13000, 0, &q) == CUDA_ERROR_NOT_FOUND && fn == NULL &&
+		    q == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+		snprintf(base, sizeof(base), "%s", linked_names[i]);
+		v = strstr(base, "_v");
+		if (v)
+			*v = '\0';
+		CHK(gpa(base, &fn, 13000, 0, &q) == CUDA_ERROR_NOT_FOUND &&
+		    q == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+	}
+	fflush(stderr);
+	dup2(saved, 2);
+	read_back(fd, text, sizeof(text));
+	CHK(strstr(text, "fakecuda: cuArrayCreate_v2 is not emulated (CUDA_ERROR_NOT_SUPPORTED)\n") != NULL);
+	CHK(strstr(strstr(text, "cuArrayCreate_v2 ") + 1, "cuArrayCreate_v2 ") == NULL); /* named once */
+	CHK(strstr(text, "cuArray3DCreate_v2 is not emulated") != NULL);
+	dlclose(h);
+}
+
+static void test_clients_reach(void)
+{
+	CU_ASSERT(child_ok(in_child(child_clients_reach, NULL)));
+}
+
+/*
+ * A context of its own (cuCtxCreate) is separate: a distinct id, its
+ * allocations refused to copies and memsets made in the primary context
+ * and the other way round (ctx_refusals counts each), its own copies
+ * working; cuCtxDestroy frees its memory, pops it, and its handle is then
+ * invalid.
+ */
+static void child_contexts(void)
+{
+	CUcontext prim, own, cur;
+	CUdeviceptr dp, dq;
+	unsigned long long id_p, id_o;
+	unsigned long long before;
+	char buf[256] = { 1 }, back[256];
+
+	CHK(cuInit(0) == CUDA_SUCCESS);
+	CHK(cuDevicePrimaryCtxRetain(&prim, 0) == CUDA_SUCCESS && cuCtxSetCurrent(prim) == CUDA_SUCCESS);
+	CHK(cuMemAlloc(&dp, sizeof(buf)) == CUDA_SUCCESS);
+	CHK(cuCtxCreate(&own, NULL, 0, 0) == CUDA_SUCCESS && own != prim);
+	CHK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == own);
+	CHK(cuCtxGetId(prim, &id_p) == CUDA_SUCCESS && cuCtxGetId(own, &id_o) == CUDA_SUCCESS && id_p != id_o);
+	CHK(cuMemAlloc(&dq, sizeof(buf)) == CUDA_SUCCESS);
+	before = counter("alloc_bytes");
+	CHK(cuMemcpyHtoD(dq, buf, sizeof(buf)) == CUDA_SUCCESS);
+	CHK(cuMemcpyDtoH(back, dq, sizeof(back)) == CUDA_SUCCESS && memcmp(back, buf, sizeof(buf)) == 0);
+	CHK(cuMemcpyHtoD(dp, buf, sizeof(buf)) == CUDA_ERROR_INVALID_VALUE);     /* the primary's memory */
+	CHK(cuMemsetD8(dp, 0, sizeof(buf)) == CUDA_ERROR_INVALID_VALUE);
+	CHK(cuMemcpyDtoD(dq, dp, sizeof(buf)) == CUDA_ERROR_INVALID_VALUE);
+	CHK(counter("ctx_refusals") == 3);
+	CHK(cuCtxSetCurrent(prim) == CUDA_SUCCESS);
+	CHK(cuMemcpyHtoD(dq, buf, sizeof(buf)) == CUDA_ERROR_INVALID_VALUE);     /* and the other way */
+	CHK(cuMemcpyHtoD(dp, buf, sizeof(buf)) == CUDA_SUCCESS);
+	CHK(counter("ctx_refusals") == 4);
+	CHK(cuCtxPushCurrent(own) == CUDA_SUCCESS && cuCtxDestroy(own) == CUDA_SUCCESS);
+	CHK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == prim);              /* popped */
+	CHK(counter("alloc_bytes") == before - 256);                            /* its memory freed */
+	CHK(cuCtxSetCurrent(own) == CUDA_ERROR_INVALID_CONTEXT);
+	CHK(cuCtxDestroy(own) == CUDA_ERROR_INVALID_CONTEXT && cuCtxDestroy(prim) == CUDA_ERROR_INVALID_CONTEXT);
+	CHK(cuMemFree(dp) == CUDA_SUCCESS);
+}
+
+static void test_contexts(void)
+{
+	CU_ASSERT(child_ok(in_child(child_contexts, NULL)));
+}
+
 static const CU_TestInfo tests[] = {
 	{ "a pitched copy moves exactly the pitched bytes, once, with pinned and pageable timing",
 	  test_pitched_copies },
@@ -867,6 +997,10 @@ static const CU_TestInfo tests[] = {
 	  test_export_table },
 	{ "cuCtxSynchronize at CUDA 13 waits for the context it names, the current one for NULL",
 	  test_ctx_sync_v2 },
+	{ "a created context is separate: its own id and memory, access across contexts refused, destroyed with its memory",
+	  test_contexts },
+	{ "the clients' reach: UUIDs, compute capability, attach/detach; each linked stub refuses, is named once, is not found",
+	  test_clients_reach },
 	CU_TEST_INFO_NULL,
 };
 
