@@ -221,6 +221,14 @@ int device_start_failed(int *tries, int *given_up, int *err)
 	return 1;
 }
 
+int device_can_query(void)
+{
+	int st = atomic_load_explicit(&device_state, memory_order_acquire);
+
+	/* device_loaded is written under state 1, before the release of any later state. */
+	return (st == 2 || st == 3 || st == -1) && device_loaded == 1;
+}
+
 /* The driver's name for r, for log lines. */
 const char *device_err_name(CUresult r)
 {

@@ -69,6 +69,14 @@ int device_open(void);
 int device_start_failed(int *tries, int *given_up, int *err);
 
 /*
+ * Whether the driver's library is loaded, started or not: a pointer query
+ * (device_classify) can then be asked, and answers where the program's
+ * own cuInit succeeded while the pool's start-up failed or waits for its
+ * retry. Lock-free; makes no CUDA call.
+ */
+int device_can_query(void);
+
+/*
  * Classifies p. Returns 0 with *kind, *ordinal (-1 for host) and, when end
  * is not NULL, the end of the allocation p lies in (0 when unknown), or -EIO.
  */

@@ -40,10 +40,21 @@ static int classify_query(const void *p, enum dev_mem *kind, int *ordinal, uint6
 	return device_classify(p, kind, ordinal, end) && device_classify(p, kind, ordinal, end);
 }
 
+/* Whether a cudaMemcpyDefault copy goes from host memory into device (or managed) memory. */
+static int classify_inferred_h2d(const struct classify_in *in)
+{
+	enum dev_mem dkind, skind;
+	int ddev, sdev;
+
+	return !classify_query(in->dst, &dkind, &ddev, NULL) &&
+	       (dkind == DEV_MEM_DEVICE || dkind == DEV_MEM_MANAGED) && in->src &&
+	       !classify_query(in->src, &skind, &sdev, NULL) && classify_is_host(skind);
+}
+
 int classify_copy(const struct classify_in *in, struct classify_out *out)
 {
 	enum dev_mem dkind = DEV_MEM_UNREGISTERED, skind = DEV_MEM_UNREGISTERED;
-	int ddev = -1, sdev = -1, cur = -1, capturing = 0, matched;
+	int ddev = -1, sdev = -1, cur = -1, capturing = 0, matched, inferred = 0;
 	struct layout_hit hit = { 0 };
 	uint64_t dend = 0;
 	dev_stream ds;
@@ -57,9 +68,15 @@ int classify_copy(const struct classify_in *in, struct classify_out *out)
 		return 1;
 	}
 	if (device_open()) {
-		if (in->dir != CL_DIR_H2D)
+		/* The pool's start-up failed (or waits for its retry), the
+		 * program's may not have: a cudaMemcpyDefault copy's direction
+		 * is asked all the same, so that the copy is counted. */
+		if (in->dir == CL_DIR_INFER && device_can_query() && classify_inferred_h2d(in))
+			inferred = 1;
+		if (in->dir != CL_DIR_H2D && !inferred)
 			return 0;       /* without the driver the direction is unknown */
-		out->reason = CL_NO_DRIVER;
+		out->reason = matched ? CL_NO_DRIVER
+			      : in->layout ? CL_NO_MATCH : (enum classify_reason)in->off_reason;
 		return 1;
 	}
 	if (classify_query(in->dst, &dkind, &ddev, &dend)) {
