@@ -82,6 +82,9 @@ struct device_driver {
 	__typeof__(cuMemcpyBatchAsync_v2) *memcpy_batch_async;   /* CUDA 12.8+, may be NULL */
 	__typeof__(cuThreadExchangeStreamCaptureMode) *exchange_capture_mode;   /* may be NULL */
 	__typeof__(cuCtxGetId) *ctx_get_id;     /* CUDA 12.0+, may be NULL */
+	/* device_current_primary (issue 18); may be NULL. */
+	__typeof__(cuDevicePrimaryCtxGetState) *primary_ctx_get_state;
+	__typeof__(cuDevicePrimaryCtxRelease) *primary_ctx_release;
 	/* The gather kernel and its self-test; without any of them the kernel is off. */
 	__typeof__(cuModuleLoadData) *module_load_data;
 	__typeof__(cuModuleGetFunction) *module_get_function;
@@ -177,7 +180,7 @@ const char *device_err_name(CUresult r);
 int device_ctx_enter(int dev, CUcontext *prev);
 void device_ctx_leave(int dev, CUcontext prev);
 
-/* Device dev's retained primary context, or NULL before the first device_ctx_enter. */
+/* Device dev's retained primary context, or NULL before the first device_ctx_enter or device_current_primary. */
 CUcontext device_ctx_primary(int dev);
 
 /* device.c, in a fork child: forgets every retained context. */
