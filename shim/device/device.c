@@ -108,6 +108,9 @@ static void device_load(void)
 	*(void **)&drv.ctx_push = dlreal_sym(h, "cuCtxPushCurrent_v2");
 	*(void **)&drv.ctx_pop = dlreal_sym(h, "cuCtxPopCurrent_v2");
 	*(void **)&drv.ctx_get_id = dlreal_sym(h, "cuCtxGetId");
+	/* device_current_primary (issue 18): without them a context not yet known is not taken for the primary. */
+	*(void **)&drv.primary_ctx_get_state = dlreal_sym(h, "cuDevicePrimaryCtxGetState");
+	*(void **)&drv.primary_ctx_release = dlreal_sym(h, "cuDevicePrimaryCtxRelease_v2");
 	*(void **)&drv.module_load_data = dlreal_sym(h, "cuModuleLoadData");
 	*(void **)&drv.module_get_function = dlreal_sym(h, "cuModuleGetFunction");
 	*(void **)&drv.module_unload = dlreal_sym(h, "cuModuleUnload");
@@ -271,17 +274,73 @@ int device_classify(const void *p, enum dev_mem *kind, int *ordinal, uint64_t *e
 	return 0;
 }
 
-int device_current(int *ordinal)
+/* The calling thread's current context and its device, or -ENODEV. */
+static int device_current_ctx(CUcontext *ctx, int *ordinal)
 {
-	CUcontext ctx = NULL;
 	CUdevice d;
 
-	if (drv.ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx)
+	*ctx = NULL;
+	if (drv.ctx_get_current(ctx) != CUDA_SUCCESS || !*ctx)
 		return -ENODEV;
 	if (drv.ctx_get_device(&d) != CUDA_SUCCESS)
 		return -ENODEV;
 	*ordinal = (int)d;
 	return 0;
+}
+
+int device_current(int *ordinal)
+{
+	CUcontext ctx;
+
+	return device_current_ctx(&ctx, ordinal);
+}
+
+/*
+ * Whether ctx, current on the calling thread and not the handle cached for
+ * dev, is dev's primary context: there is none cached yet, or a reset gave
+ * the primary context a new handle, or ctx is a context of the program's
+ * own. An inactive primary context is not ctx (and is left inactive: the
+ * shim makes no primary context for a program that uses only its own).
+ * Else the primary context is retained: the first retain is the one the
+ * pool keeps; a later one is released at once and, when its handle
+ * differs, replaces the cached one (the old died with the reset). Queries
+ * on the program's behalf: not counted.
+ */
+static int device_primary_check(int dev, CUcontext ctx)
+{
+	CUcontext prim = NULL;
+	unsigned int flags = 0;
+	int active = 0;
+
+	if (!drv.primary_ctx_get_state || !drv.primary_ctx_release ||
+	    drv.primary_ctx_get_state((CUdevice)dev, &flags, &active) != CUDA_SUCCESS || !active)
+		return -EXDEV;
+	pthread_mutex_lock(&device_ctx_lock);
+	if (drv.primary_ctx_retain(&prim, (CUdevice)dev) != CUDA_SUCCESS) {
+		prim = NULL;
+	} else if (!device_ctx[dev]) {
+		__atomic_store_n(&device_ctx[dev], prim, __ATOMIC_RELEASE);
+	} else {
+		if (prim != device_ctx[dev])
+			__atomic_store_n(&device_ctx[dev], prim, __ATOMIC_RELEASE);
+		drv.primary_ctx_release((CUdevice)dev);
+	}
+	pthread_mutex_unlock(&device_ctx_lock);
+	return prim && prim == ctx ? 0 : -EXDEV;
+}
+
+int device_current_primary(int *ordinal)
+{
+	CUcontext ctx;
+	int err = device_current_ctx(&ctx, ordinal);
+
+	if (err)
+		return err;
+	if (*ordinal < 0 || *ordinal >= DEVICE_MAX)
+		return -EXDEV;
+	if (ctx == __atomic_load_n(&device_ctx[*ordinal], __ATOMIC_ACQUIRE))
+		return 0;
+	return device_primary_check(*ordinal, ctx);
 }
 
 int device_context_id(uint64_t *id)

@@ -86,6 +86,18 @@ int device_classify(const void *p, enum dev_mem *kind, int *ordinal, uint64_t *e
 int device_current(int *ordinal);
 
 /*
+ * As device_current, and whether that context is the device's primary
+ * context, the one the pool works in (issue 18). Returns 0 when it is;
+ * -ENODEV (no context yet) or -EXDEV (a context of the program's own,
+ * cuCtxCreate; *ordinal is set) when it is not. Costs what device_current
+ * does while the current context is the primary handle the layer has
+ * retained; otherwise a state query, and (the primary being active) a
+ * retain and release to learn its handle, kept when it is the first or
+ * has changed (after a reset). Not counted.
+ */
+int device_current_primary(int *ordinal);
+
+/*
  * Returns 0 and the unique id of the calling thread's current context
  * (cuCtxGetId, CUDA 12.0+), or -ENOSYS without it (*id is then 0). The id
  * changes when the program resets the device (cudaDeviceReset), which

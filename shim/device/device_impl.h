@@ -85,6 +85,9 @@ struct device_driver {
 	__typeof__(cuCtxPushCurrent) *ctx_push;
 	__typeof__(cuCtxPopCurrent) *ctx_pop;
 	__typeof__(cuCtxGetId) *ctx_get_id;     /* CUDA 12.0+, may be NULL */
+	/* device_current_primary (issue 18); may be NULL. */
+	__typeof__(cuDevicePrimaryCtxGetState) *primary_ctx_get_state;
+	__typeof__(cuDevicePrimaryCtxRelease) *primary_ctx_release;
 	/* The gather kernel and its self-test; without any of them the kernel is off. */
 	__typeof__(cuModuleLoadData) *module_load_data;
 	__typeof__(cuModuleGetFunction) *module_get_function;
@@ -184,7 +187,7 @@ int device_ctx_enter(int dev, CUcontext *prev);
 #define DEVICE_CTX_PUSHED ((CUcontext)(uintptr_t)-1)
 void device_ctx_leave(int dev, CUcontext prev);
 
-/* Device dev's retained primary context, or NULL before the first device_ctx_enter. */
+/* Device dev's retained primary context, or NULL before the first device_ctx_enter or device_current_primary. */
 CUcontext device_ctx_primary(int dev);
 
 /* device.c, in a fork child: forgets every retained context. */

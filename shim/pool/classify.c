@@ -104,7 +104,8 @@ int classify_copy(const struct classify_in *in, struct classify_out *out)
 		out->reason = CL_DST_EXTENT;
 		return 1;
 	}
-	if (device_current(&cur) || cur != ddev) {
+	/* The pool serves the device's primary context only (issue 18). */
+	if (device_current_primary(&cur) || cur != ddev) {
 		out->reason = CL_NO_CONTEXT;
 		return 1;
 	}

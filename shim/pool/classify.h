@@ -39,7 +39,7 @@ enum classify_reason {
 	CL_NO_MATCH,            /* its size matches no spec */
 	CL_DST_NOT_DEVICE,      /* the destination is managed or not device memory */
 	CL_DST_EXTENT,          /* the copy runs past its destination's allocation */
-	CL_NO_CONTEXT,          /* no context on the calling thread, or another device's memory */
+	CL_NO_CONTEXT,          /* no context on the calling thread, a context of its own (not the primary), or another device's memory */
 	CL_SRC_NOT_HOST,        /* the source is not host memory */
 	CL_CAPTURING,           /* its stream is being captured into a graph */
 	CL_NO_DRIVER,           /* the driver API could not be loaded */

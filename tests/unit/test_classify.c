@@ -32,6 +32,8 @@ static __typeof__(cuLaunchHostFunc) *t_host_func;
 static __typeof__(cuStreamSynchronize) *t_stream_sync;
 static unsigned long long (*t_counter)(const char *name);
 static int (*t_fail)(const char *spec);
+static __typeof__(cuCtxCreate_v4) *t_ctx_create;
+static __typeof__(cuCtxDestroy_v2) *t_ctx_destroy;
 
 static CUcontext t_ctx[2];
 static struct layout t_layout;
@@ -225,6 +227,35 @@ static void test_query_fails_once(void)
 	t_fail_queries(0, 0);
 }
 
+/* A context of the program's own (cuCtxCreate), not the primary one the pool serves (issue 18). */
+static void test_created_context(void)
+{
+	struct classify_in in;
+	struct classify_out out;
+	CUcontext c;
+	CUdeviceptr own = 0;
+
+	CU_ASSERT_FATAL(t_ctx_create(&c, NULL, 0, 0) == CUDA_SUCCESS);
+	CU_ASSERT_FATAL(t_alloc(&own, 8 * ROW) == CUDA_SUCCESS);
+	/* into its own memory, on the same device as the primary context */
+	in = t_in(T_PTR(own), t_pageable, 4 * ROW, CL_DIR_H2D);
+	CU_ASSERT_EQUAL(classify_copy(&in, &out), 1);
+	CU_ASSERT_EQUAL(out.reason, CL_NO_CONTEXT);
+	in.dir = CL_DIR_INFER;
+	CU_ASSERT_EQUAL(classify_copy(&in, &out), 1);
+	CU_ASSERT_EQUAL(out.reason, CL_NO_CONTEXT);
+	/* asked twice: the answer holds once the primary handle is known */
+	in.dir = CL_DIR_H2D;
+	CU_ASSERT_EQUAL(classify_copy(&in, &out), 1);
+	CU_ASSERT_EQUAL(out.reason, CL_NO_CONTEXT);
+	CU_ASSERT(t_ctx_destroy(c) == CUDA_SUCCESS);
+	/* back in the primary context: pooled again */
+	CU_ASSERT_FATAL(t_setctx(t_ctx[0]) == CUDA_SUCCESS);
+	in = t_in(T_PTR(t_dev), t_pageable, 4 * ROW, CL_DIR_H2D);
+	CU_ASSERT_EQUAL(classify_copy(&in, &out), 1);
+	CU_ASSERT_EQUAL(out.reason, CL_POOL);
+}
+
 static int t_suite_init(void)
 {
 	void *h;
@@ -245,11 +276,13 @@ static int t_suite_init(void)
 	*(void **)&t_end_capture = dlsym(h, "cuStreamEndCapture");
 	*(void **)&t_host_func = dlsym(h, "cuLaunchHostFunc");
 	*(void **)&t_stream_sync = dlsym(h, "cuStreamSynchronize");
+	*(void **)&t_ctx_create = dlsym(h, "cuCtxCreate_v4");
+	*(void **)&t_ctx_destroy = dlsym(h, "cuCtxDestroy_v2");
 	*(void **)&t_counter = dlsym(h, "fakecuda_counter");
 	*(void **)&t_fail = dlsym(h, "fakecuda_fail");
 	if (!t_init || !t_retain || !t_setctx || !t_alloc || !t_managed || !t_hostalloc ||
 	    !t_stream_create || !t_begin_capture || !t_end_capture || !t_host_func || !t_stream_sync ||
-	    !t_counter || !t_fail)
+	    !t_counter || !t_fail || !t_ctx_create || !t_ctx_destroy)
 		return -1;
 	if (t_init(0) || t_retain(&t_ctx[0], 0) || t_retain(&t_ctx[1], 1))
 		return -1;
@@ -273,6 +306,7 @@ static const CU_TestInfo tests[] = {
 	{ "a thread without a context passes its copies through", test_no_context },
 	{ "a pointer query that fails once is asked again: no cudaMemcpyDefault copy is lost",
 	  test_query_fails_once },
+	{ "a context of the program's own (cuCtxCreate) passes its copies through", test_created_context },
 	CU_TEST_INFO_NULL,
 };
 
