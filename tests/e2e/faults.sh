@@ -155,7 +155,7 @@ DRV_CALLS=$(sed -n 's/.*\(device_sym\|dlreal_sym\)(h, .*"\(cu[A-Za-z0-9_]*\)").*
 declare -A UNREACHABLE=(
 	[cuEventElapsedTime]="the link meter's fallback name, for a driver that predates cuEventElapsedTime_v2; the emulated device exports cuEventElapsedTime_v2, which is swept"
 	[cuDevicePrimaryCtxRelease_v2]="called only when a copy's current context is not the primary handle the pool holds (a context of the program's own, or a primary context given a new handle by a reset), to drop the retain that named the primary; the trainer shapes copy in the primary context only, and a failed release is ignored (a retain count left over)"
-	[cuCtxSetCurrent]="the pool switches contexts only for a thread whose current context is not the device's primary one, and it works only for the calling thread's current device (a copy to another device passes through: no_context); the emulated device has primary contexts only, and no test program allocates for another device under memory pressure"
+	[cuCtxSetCurrent]="the pool switches contexts only for a thread whose current context is not the device's primary one, and it works only for the calling thread's current device (a copy to another device passes through: no_context); copies in a context of the program's own pass through (no_context) before the pool works, the trainer copies in the primary context only, and no test program allocates for another device under memory pressure"
 )
 
 # Contexts: name, shape, environment, companion faults ("-": none) that
