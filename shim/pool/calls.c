@@ -104,11 +104,18 @@ static enum stat_id calls_reason_stat(enum classify_reason r)
 	}
 }
 
-/* Counts a host-to-device copy of n bytes the program made successfully. */
+/*
+ * Counts a host-to-device copy of n bytes the program made successfully.
+ * A pooled copy's requested bytes were counted by pool_copy, right beside
+ * its bytes sent and served, so that a dump taken meanwhile (a signal's,
+ * from the reporter thread) never sees one copy's bytes without its
+ * request (the soak found requested != h2d + served at a SIGTERM).
+ */
 static void calls_count(uint64_t n, int driver, enum classify_reason reason)
 {
 	stats_add(ST_H2D_CALLS, 1);
-	stats_add(ST_BYTES_REQUESTED, n);
+	if (reason != CL_POOL)
+		stats_add(ST_BYTES_REQUESTED, n);
 	stats_note_size(n);
 	if (driver)
 		stats_add(ST_DRIVER_CALLS, 1);
@@ -196,6 +203,7 @@ static int calls_aside(struct copy_call *c, const struct layout *l, int *err)
 	stats_add(ST_STOOD_ASIDE_CALLS, 1);
 	stats_add(ST_ROWS_SEEN, c->n / hit.row);
 	stats_add(ST_ROWS_MISSES, c->n / hit.row);
+	stats_add(ST_BYTES_REQUESTED, c->n);     /* beside the bytes, as pool_copy does */
 	stats_add(ST_BYTES_H2D, c->n);
 	ledger_count_aside(&ledger_board[slot], c->n, hit.row);
 	calls_count(c->n, c->driver, CL_POOL);

@@ -336,6 +336,7 @@ static int pool_copy_full(struct pool_copy_ctx *x, struct backoff *b)
 			return err;
 		stats_add(ST_ROWS_SEEN, x->nrows);
 		stats_add(ST_ROWS_MISSES, x->nrows);
+		stats_add(ST_BYTES_REQUESTED, r->n);     /* beside the bytes: pool.h */
 		stats_add(ST_BYTES_H2D, r->n);
 		return 0;
 	}
@@ -353,6 +354,7 @@ static int pool_copy_full(struct pool_copy_ctx *x, struct backoff *b)
 	stats_add(ST_ROWS_MISSES, x->misses);
 	stats_add(ST_ROWS_CAPTURED, x->captures);
 	stats_add(ST_ROWS_POOLED, x->captures);
+	stats_add(ST_BYTES_REQUESTED, r->n);     /* beside the bytes: pool.h */
 	stats_add(ST_BYTES_SERVED, x->hits * r->row);
 	stats_add(ST_BYTES_H2D, x->misses * r->row);
 	stats_add(ST_BYTES_CAPTURED, x->captures * r->row);

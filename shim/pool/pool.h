@@ -126,8 +126,10 @@ struct pool *pool_get(int dev, uint64_t ctx_id);
 /*
  * Delivers one matched copy: hits from slabs, misses host-to-device, new
  * rows captured while the budget allows. Updates every row and byte
- * counter. Returns 0, or the error of the program's own copy (positive),
- * exactly what the plain copy would have returned.
+ * counter, bytes.requested among them (beside the bytes sent and served,
+ * so that a dump taken meanwhile sees all of a copy's bytes or none; the
+ * caller counts the copy itself). Returns 0, or the error of the program's
+ * own copy (positive), exactly what the plain copy would have returned.
  */
 int pool_copy(struct pool *p, const struct pool_request *r);
 

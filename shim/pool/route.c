@@ -40,6 +40,7 @@ int pool_copy_plain(struct pool_copy_ctx *x)
 		return err;
 	stats_add(ST_ROWS_SEEN, x->nrows);
 	stats_add(ST_ROWS_MISSES, x->nrows);
+	stats_add(ST_BYTES_REQUESTED, x->r->n);  /* beside the bytes: pool.h */
 	stats_add(ST_BYTES_H2D, x->r->n);
 	return 0;
 }
