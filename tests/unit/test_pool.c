@@ -240,6 +240,23 @@ static void test_budget_limits_admission(void)
 	CU_ASSERT_EQUAL(stats_get(ST_ROWS_CAPTURED), 2 * per_slab);
 }
 
+/* Each copy's requested bytes are counted with its bytes sent and served, by pool_copy. */
+static void test_requested_beside_bytes(void)
+{
+	uint32_t ids[200];
+
+	t_config((const char *[]){ "VRAMPOOL_LAYOUT", "3072", "VRAMPOOL_BUDGET", "8M",
+				   "VRAMPOOL_SLAB", "1M", NULL });
+	t_ids(ids, 200, 70000, 1);
+	for (int epoch = 0; epoch < 3; epoch++) {
+		t_copy(ids, 200);
+		CU_ASSERT_EQUAL(stats_get(ST_BYTES_REQUESTED), (uint64_t)(epoch + 1) * 200 * ROW);
+		CU_ASSERT_EQUAL(stats_get(ST_BYTES_REQUESTED),
+				stats_get(ST_BYTES_H2D) + stats_get(ST_BYTES_SERVED));
+	}
+	CU_ASSERT(stats_get(ST_BYTES_SERVED) > 0);
+}
+
 static void test_eviction(void)
 {
 	uint32_t ids[1000];
@@ -924,6 +941,8 @@ static const CU_TestInfo tests[] = {
 	{ "the pool stays dormant until the probe point, then decides once", test_probe_waits },
 	{ "admission stops at the budget and the rest keeps crossing",
 	  test_budget_limits_admission },
+	{ "a copy's requested bytes are counted beside its bytes sent and served",
+	  test_requested_beside_bytes },
 	{ "eviction frees the newest slabs first and latches the budget", test_eviction },
 	{ "a probe that leaves less than one slab keeps the pool dormant", test_dormant_for_good },
 	{ "rows captured under a run-time check are served once it found the source unchanged",
