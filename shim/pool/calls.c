@@ -114,13 +114,12 @@ static enum stat_id calls_reason_stat(enum classify_reason r)
 static void calls_count(uint64_t n, int driver, enum classify_reason reason)
 {
 	stats_add(ST_H2D_CALLS, 1);
-	if (reason != CL_POOL)
-		stats_add(ST_BYTES_REQUESTED, n);
 	stats_note_size(n);
 	if (driver)
 		stats_add(ST_DRIVER_CALLS, 1);
 	if (reason != CL_POOL) {
 		stats_add(ST_PASSTHROUGH_CALLS, 1);
+		stats_add(ST_BYTES_REQUESTED, n);
 		stats_add(ST_BYTES_H2D, n);
 		stats_add(calls_reason_stat(reason), 1);
 	}

@@ -40,6 +40,12 @@ static int classify_query(const void *p, enum dev_mem *kind, int *ordinal, uint6
 	return device_classify(p, kind, ordinal, end) && device_classify(p, kind, ordinal, end);
 }
 
+/* Why a copy that matches no spec passes: no match, or the layout's absence (off, none). */
+static enum classify_reason classify_unmatched(const struct classify_in *in)
+{
+	return in->layout ? CL_NO_MATCH : (enum classify_reason)in->off_reason;
+}
+
 /* Whether a cudaMemcpyDefault copy goes from host memory into device (or managed) memory. */
 static int classify_inferred_h2d(const struct classify_in *in)
 {
@@ -54,7 +60,7 @@ static int classify_inferred_h2d(const struct classify_in *in)
 int classify_copy(const struct classify_in *in, struct classify_out *out)
 {
 	enum dev_mem dkind = DEV_MEM_UNREGISTERED, skind = DEV_MEM_UNREGISTERED;
-	int ddev = -1, sdev = -1, cur = -1, capturing = 0, matched, inferred = 0;
+	int ddev = -1, sdev = -1, cur = -1, capturing = 0, matched;
 	struct layout_hit hit = { 0 };
 	uint64_t dend = 0;
 	dev_stream ds;
@@ -64,19 +70,16 @@ int classify_copy(const struct classify_in *in, struct classify_out *out)
 	matched = in->layout && layout_match_hit(in->layout, in->n, &hit);
 	/* An explicit host-to-device copy the pool will not take needs no query. */
 	if (in->dir == CL_DIR_H2D && !matched) {
-		out->reason = in->layout ? CL_NO_MATCH : (enum classify_reason)in->off_reason;
+		out->reason = classify_unmatched(in);
 		return 1;
 	}
 	if (device_open()) {
 		/* The pool's start-up failed (or waits for its retry), the
 		 * program's may not have: a cudaMemcpyDefault copy's direction
 		 * is asked all the same, so that the copy is counted. */
-		if (in->dir == CL_DIR_INFER && device_can_query() && classify_inferred_h2d(in))
-			inferred = 1;
-		if (in->dir != CL_DIR_H2D && !inferred)
+		if (in->dir == CL_DIR_INFER && !(device_can_query() && classify_inferred_h2d(in)))
 			return 0;       /* without the driver the direction is unknown */
-		out->reason = matched ? CL_NO_DRIVER
-			      : in->layout ? CL_NO_MATCH : (enum classify_reason)in->off_reason;
+		out->reason = matched ? CL_NO_DRIVER : classify_unmatched(in);
 		return 1;
 	}
 	if (classify_query(in->dst, &dkind, &ddev, &dend)) {
@@ -92,7 +95,7 @@ int classify_copy(const struct classify_in *in, struct classify_out *out)
 		if (!in->src || classify_query(in->src, &skind, &sdev, NULL) || !classify_is_host(skind))
 			return 0;
 		if (!matched) {
-			out->reason = in->layout ? CL_NO_MATCH : (enum classify_reason)in->off_reason;
+			out->reason = classify_unmatched(in);
 			return 1;
 		}
 	}
