@@ -23,7 +23,8 @@ CUDA_HOME ?= /usr/local/cuda
 PREFIX    ?= /usr/local
 CC        ?= cc
 B         := build
-VERSION   := 0.2.0
+# The one source of the version: `vrampool --version`, the dump, the wheel.
+VERSION   := $(shell cat VERSION)
 
 # Plain `make` builds everything a user reads about, not the first rule below.
 .DEFAULT_GOAL := all
@@ -52,9 +53,9 @@ SHIM_HDR  := $(wildcard shim/*/*.h)
 # Everything below the interception layer: what unit tests and benchmarks link.
 CORE_SRC  := $(filter-out shim/intercept/%,$(SHIM_SRC))
 SHIM_OBJ  := $(SHIM_SRC:shim/%.c=$(B)/shim/%.o)
-SHIM_CFLAGS := $(CFLAGS_COMMON) $(CUDAINC) -Ishim -fPIC -fvisibility=hidden
+SHIM_CFLAGS := $(CFLAGS_COMMON) $(CUDAINC) -Ishim -fPIC -fvisibility=hidden -DVRAMPOOL_VERSION='"$(VERSION)"'
 
-$(B)/shim/%.o: shim/%.c $(SHIM_HDR)
+$(B)/shim/%.o: shim/%.c $(SHIM_HDR) VERSION
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_CFLAGS) -c -o $@ $<
 
