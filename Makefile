@@ -134,10 +134,10 @@ $(B)/analysis/shim/%.o: shim/%.c $(SHIM_HDR)
 $(B)/vrampool: $(TOOL_OBJ) $(TOOL_SHIM_OBJ)
 	$(CC) $(SANFLAGS) -o $@ $(TOOL_OBJ) $(TOOL_SHIM_OBJ) $(TOOL_LIBS)
 
-# The manual page, vrampool(1), made from docs/vrampool.md by a small awk
+# The manual page, vrampool(1), made from docs/vrampool.1.md by a small awk
 # converter (no pandoc needed); `man -l build/vrampool.1` shows it.
-$(B)/vrampool.1: docs/vrampool.md analysis/md2man.awk | $(B)
-	awk -v version="$(VERSION)" -f analysis/md2man.awk docs/vrampool.md >$@.tmp && mv $@.tmp $@
+$(B)/vrampool.1: docs/vrampool.1.md analysis/md2man.awk | $(B)
+	awk -v version="$(VERSION)" -f analysis/md2man.awk docs/vrampool.1.md >$@.tmp && mv $@.tmp $@
 
 # The command's unit tests (tests/tool/test_*.c): its modules linked
 # directly and sanitized, as the shim's are.

@@ -133,7 +133,7 @@ static bool run_is_descendant(pid_t pid)
  *    that started the launcher): meant for the job, passed on.
  * A process outside the job that signals the whole group (kill -TERM
  * -PGID, systemd's control-group kill, Slurm) reaches CMD directly and
- * through the launcher: twice (docs/vrampool.md says so).
+ * through the launcher: twice (docs/vrampool.1.md says so).
  */
 static bool run_should_forward(const siginfo_t *info, pid_t child)
 {

@@ -4,7 +4,7 @@
 # copy of the source tree as a fresh clone has it), `vrampool --version`,
 # `make install` puts the command, the library and the manual page in
 # PREFIX (so `man vrampool` works) and `make uninstall` takes them away.
-# The manual page is made from docs/vrampool.md and must format cleanly.
+# The manual page is made from docs/vrampool.1.md and must format cleanly.
 source "$(dirname "$0")/lib.sh"
 V=$VRAMPOOL_BIN
 
@@ -41,9 +41,9 @@ check "the manual page has its name line and the three commands" \
 same_source() {
 	local version
 	version=$(sed -n 's/^\.TH .*"vrampool \([^"]*\)".*/\1/p' "$B/vrampool.1")
-	awk -v version="$version" -f "$ROOT/analysis/md2man.awk" "$ROOT/docs/vrampool.md" | cmp - "$B/vrampool.1"
+	awk -v version="$version" -f "$ROOT/analysis/md2man.awk" "$ROOT/docs/vrampool.1.md" | cmp - "$B/vrampool.1"
 }
-check "the manual page is made from docs/vrampool.md (one source)" same_source
+check "the manual page is made from docs/vrampool.1.md (one source)" same_source
 
 # ---- install and uninstall ------------------------------------------------------------
 P=$TMP/prefix
