@@ -134,10 +134,13 @@ $(B)/analysis/shim/%.o: shim/%.c $(SHIM_HDR)
 $(B)/vrampool: $(TOOL_OBJ) $(TOOL_SHIM_OBJ)
 	$(CC) $(SANFLAGS) -o $@ $(TOOL_OBJ) $(TOOL_SHIM_OBJ) $(TOOL_LIBS)
 
-# The manual page, vrampool(1), made from docs/vrampool.1.md by a small awk
-# converter (no pandoc needed); `man -l build/vrampool.1` shows it.
-$(B)/vrampool.1: docs/vrampool.1.md analysis/md2man.awk | $(B)
-	awk -v version="$(VERSION)" -f analysis/md2man.awk docs/vrampool.1.md >$@.tmp && mv $@.tmp $@
+# The manual pages, each made from its own Markdown source by a small awk
+# converter (no pandoc needed): vrampool(1), the command, and vrampool(7),
+# the preloaded library; `man -l build/vrampool.1` and `man -l
+# build/vrampool.7` show them (tests/e2e/man.sh checks both).
+MAN_PAGES := $(B)/vrampool.1 $(B)/vrampool.7
+$(MAN_PAGES): $(B)/vrampool.%: docs/vrampool.%.md analysis/md2man.awk VERSION | $(B)
+	awk -v version="$(VERSION)" -f analysis/md2man.awk $< >$@.tmp && mv $@.tmp $@
 
 # The command's unit tests (tests/tool/test_*.c): its modules linked
 # directly and sanitized, as the shim's are.
@@ -294,7 +297,7 @@ endef
 $(foreach t,$(FUZZ_TARGETS),$(eval $(call FUZZ_RULES,$(t))))
 
 # ---- top-level targets ------------------------------------------------------
-TARGETS := $(B)/libvrampool.so $(B)/vrampool $(B)/vrampool.1 $(B)/fakecuda/libcudart.so.13 \
+TARGETS := $(B)/libvrampool.so $(B)/vrampool $(MAN_PAGES) $(B)/fakecuda/libcudart.so.13 \
            $(FAKECHECK_BIN) $(APP_BIN) $(UNIT_BIN) $(TOOLTEST_BIN) $(BENCH_BIN) $(B)/gpu/gather_check \
            $(FUZZ_REPLAY)
 

@@ -36,7 +36,7 @@ check "the manual page is built" test -s "$B/vrampool.1"
 check "the manual page formats without a warning" \
 	bash -c "out=\$(groff -man -Tutf8 -ww -z '$B/vrampool.1' 2>&1); echo \"\$out\"; [ -z \"\$out\" ]"
 check "the manual page has its name line and the three commands" \
-	bash -c "text=\$(MANWIDTH=100 man -l '$B/vrampool.1' 2>/dev/null); grep -q 'vrampool - run, inspect, report' <<<\"\$text\" && \
+	bash -c "text=\$(MANWIDTH=100 man -l '$B/vrampool.1' 2>/dev/null); grep -q 'vrampool - run a program with the vrampool shim' <<<\"\$text\" && \
 		grep -q 'VRAMPOOL RUN' <<<\"\$text\" && grep -q 'VRAMPOOL INSPECT' <<<\"\$text\" && grep -q 'VRAMPOOL REPORT' <<<\"\$text\""
 same_source() {
 	local version
@@ -57,7 +57,7 @@ check "make install puts the command, the library and the manual page in PREFIX"
 check "man vrampool finds the installed page" \
 	bash -c "[ \"\$(MANPATH='$P/share/man' man -w vrampool)\" = '$P/share/man/man1/vrampool.1' ]"
 check "man vrampool shows the installed page" \
-	bash -c "MANPATH='$P/share/man' MANWIDTH=100 man vrampool 2>/dev/null | grep -q 'vrampool - run, inspect, report'"
+	bash -c "MANPATH='$P/share/man' MANWIDTH=100 man vrampool 2>/dev/null | grep -q 'vrampool - run a program with the vrampool shim'"
 check "the installed command finds its library" \
 	expect 0 'host-to-device' "$P/bin/vrampool" run -- "$B/apps/trainer" --samples 32 --row 1024 --batch 8 --epochs 2 --quiet
 uninstalled() {
