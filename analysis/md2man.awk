@@ -172,6 +172,9 @@ code {
 			head[i] = trim(cells[i])
 		next
 	}
+	# The first row resets the indentation a list before it left.
+	if (intable++ == 1 && !fresh)
+		print ".PP"
 	print ".TP"
 	print inline(trim(cells[1]))
 	text = trim(cells[2])
