@@ -40,15 +40,24 @@ function prose(s,    c) {
 	return s
 }
 
-# One logical line of text to roff: code spans bold and untouched inside,
-# the prose between them through prose(). An unpaired backtick stays.
+# A code span: bold, verbatim; a short one (a command and its flags,
+# `ldconfig -p`) is never broken across lines.
+function codespan(s) {
+	s = esc(s)
+	if (length(s) <= 40)
+		gsub(/ /, "\\~", s)
+	return "\\fB" s "\\fR"
+}
+
+# One logical line of text to roff: code spans through codespan(), the prose
+# between them through prose(). An unpaired backtick stays.
 function inline(s,    out, i, n) {
 	out = ""
 	while ((i = index(s, "`")) > 0) {
 		n = index(substr(s, i + 1), "`")
 		if (n == 0)
 			break
-		out = out prose(esc(substr(s, 1, i - 1))) "\\fB" esc(substr(s, i + 1, n - 1)) "\\fR"
+		out = out prose(esc(substr(s, 1, i - 1))) codespan(substr(s, i + 1, n - 1))
 		s = substr(s, i + n + 1)
 	}
 	out = out prose(esc(s))
