@@ -6,9 +6,11 @@
 # escape), each has a one-line NAME that man-db can index, each is made
 # from its own source and by `make all`; and they are complete and true:
 # every option of the command's `struct option` tables and getopt strings
-# (analysis/*.c, main.c's own) is in vrampool(1) and every option the page
-# shows exists, every VRAMPOOL_* name the library reads (shim/) is in
-# vrampool(7) and every VRAMPOOL_* name either page shows is read.
+# (analysis/*.c, main.c's own) is in vrampool(1) and every option either
+# page shows exists (in vrampool(1)'s EXAMPLES, up to a command's " -- ":
+# the rest is the program's own); every VRAMPOOL_* name the library reads
+# (shim/) is in vrampool(7) and every VRAMPOOL_* name either page shows is
+# read.
 # Skipped, with the reason, where `man` is absent.
 source "$(dirname "$0")/lib.sh"
 
@@ -56,7 +58,8 @@ no_residue() {
 	local text bad
 	text=$(render "$1") || return 1
 	[ -n "$text" ] || { echo "empty page"; return 1; }
-	bad=$(grep -nE '`|\*\*|\]\(|^[[:space:]]*#|^[[:space:]]*\||(^|[[:space:](])\*[A-Za-z][^*]*\*|\\f[BIRP]' <<<"$text")
+	# (a heading's # or a table's | at the margin of the text, not in an example)
+	bad=$(grep -nE '`|\*\*|\]\(|^ {0,7}#|^ {0,7}\||(^|[[:space:](])\*[A-Za-z][^*]*\*|\\f[BIRP]' <<<"$text")
 	[ -z "$bad" ] || { echo "left in the rendered page:"; echo "$bad"; return 1; }
 }
 # one_name N: NAME is one source line "vrampool \- ...", section N in .TH,
@@ -151,6 +154,8 @@ if what == 'options':
             shown.add(m.group(1))
     for opt in sorted(shown - longs - shorts):
         bad.append('vrampool(1) shows %s, which no option table in analysis/ has' % opt)
+    for opt in sorted(set(re.findall(r'(?<![\w-])--[a-z][a-z0-9-]*', text7)) - longs):
+        bad.append('vrampool(7) shows %s, which no option table in analysis/ has' % opt)
 else:
     # The names the library reads: every "VRAMPOOL..." string in shim/*.c
     # (config.c reads them with config_get(get, "NAME") and friends).
@@ -179,5 +184,5 @@ for line in bad:
 sys.exit(1 if bad else 0)
 PY
 }
-check "every option of the command is in vrampool(1), and every option it shows exists" names options
+check "every option of the command is in vrampool(1), and every option the pages show exists" names options
 check "every VRAMPOOL_* variable the library reads is in vrampool(7), and every one shown is read" names variables
