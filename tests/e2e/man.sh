@@ -157,15 +157,16 @@ if what == 'options':
     for opt in sorted(set(re.findall(r'(?<![\w-])--[a-z][a-z0-9-]*', text7)) - longs):
         bad.append('vrampool(7) shows %s, which no option table in analysis/ has' % opt)
 else:
-    # The names the library reads: every "VRAMPOOL..." string in shim/*.c
-    # (config.c reads them with config_get(get, "NAME") and friends).
+    # The names the library reads: every "VRAMPOOL..." string in shim/
+    # (config.c reads them with config_get(get, "NAME") and friends; a
+    # header may name one in a macro; include guards are no strings).
     # Excluded: names of the project that are not the library's own
     # variables, should one appear in shim/ (the test scripts' binary and
     # Python environment, tests/unit/test_config.c's secure_getenv probe).
     excluded = {'VRAMPOOL_BIN', 'VRAMPOOL_PYENV', 'VRAMPOOL_CLIENTS_PYENV', 'VRAMPOOL_TEST_SECURE'}
     name_re = r'\bVRAMPOOL(?:_[A-Z0-9_]*[A-Z0-9])?\b'
     read = set()
-    for path in sorted(glob.glob(root + '/shim/**/*.c', recursive=True)):
+    for path in sorted(glob.glob(root + '/shim/**/*.[ch]', recursive=True)):
         for lit in re.findall(r'"((?:[^"\\\n]|\\.)*)"', code(path)):
             if re.fullmatch(name_re, lit):
                 read.add(lit)
