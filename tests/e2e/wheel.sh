@@ -33,11 +33,17 @@ skip_all() {
 	done
 	exit 0
 }
-python3 -m venv "$V" >"$TMP/venv.log" 2>&1 && "$V/bin/python" -m pip --version >/dev/null 2>&1 ||
+{ python3 -m venv "$V" >"$TMP/venv.log" 2>&1 && "$V/bin/python" -m pip --version >/dev/null 2>&1; } ||
 	skip_all "python3 -m venv cannot make an environment with pip here (python3-venv): $(tail -n 1 "$TMP/venv.log")"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
 
-# (in a clean environment) the installed command, python, pip of the venv.
+# one PATH...: the one file a glob matched; fails when it matched none or several.
+one() {
+	[ $# -eq 1 ] && [ -f "$1" ] && echo "$1"
+}
+
+# inv CMD...: CMD in $W with a clean environment: PATH the venv and the system,
+# LD_LIBRARY_PATH the emulated device only, the link stated (as clients.sh).
 inv() {
 	(cd "$W" && env -i HOME="$TMP" TMPDIR="$TMP" PATH="$V/bin:/usr/bin:/bin" LD_LIBRARY_PATH="$FAKE" \
 		VRAMPOOL_LINK_GBPS=1 VRAMPOOL_SLAB=1M "$@")
@@ -45,7 +51,7 @@ inv() {
 
 pip_wheel() {
 	(cd "$ROOT" && "$V/bin/python" -m pip wheel --no-index --no-deps -w "$TMP/raw" .) || return 1
-	RAW=$(ls "$TMP"/raw/vrampool-*.whl) || return 1
+	RAW=$(one "$TMP"/raw/vrampool-*.whl) || return 1
 	[ "$(basename "$RAW")" = "vrampool-$VERSION-py3-none-linux_$(uname -m).whl" ] ||
 		{ echo "unexpected name: $RAW"; return 1; }
 	"$V/bin/python" - "$RAW" <<'PY'
@@ -59,14 +65,14 @@ sys.exit(1 if missing else 0)
 PY
 }
 check "pip wheel . builds vrampool-$VERSION-py3-none-linux_$(uname -m).whl offline (package, command, library, man page)" pip_wheel
-RAW=$(ls "$TMP"/raw/vrampool-*.whl 2>/dev/null | head -n 1)
+RAW=$(one "$TMP"/raw/vrampool-*.whl)
 [ -n "$RAW" ] || { echo "FAIL: no wheel was built: nothing more to check"; exit 0; }
 
 # auditwheel: repaired, then shown; the policy a manylinux one in both.
 # (check runs its command in a subshell: WHEEL is set after it.)
 repair() {
 	PATH=$TOOLS/bin:$PATH "$TOOLS/bin/python" -m auditwheel repair -w "$TMP/fixed" "$RAW" || return 1
-	WHEEL=$(ls "$TMP"/fixed/vrampool-*.whl) || return 1
+	WHEEL=$(one "$TMP"/fixed/vrampool-*.whl) || return 1
 	case $(basename "$WHEEL") in
 	"vrampool-$VERSION-py3-none-manylinux_2_"*"_$(uname -m).whl") ;;
 	*) echo "not a manylinux wheel: $WHEEL"; return 1 ;;
@@ -84,8 +90,7 @@ show() {
 }
 if [ -x "$TOOLS/bin/python" ] && "$TOOLS/bin/python" -c 'import auditwheel' 2>/dev/null; then
 	check "auditwheel repair vendors the command's libraries: a py3-none-manylinux_2_N wheel" repair
-	WHEEL=$(ls "$TMP"/fixed/vrampool-*.whl 2>/dev/null | head -n 1)
-	WHEEL=${WHEEL:-$RAW}
+	WHEEL=$(one "$TMP"/fixed/vrampool-*.whl) || WHEEL=$RAW
 	check "auditwheel show: the repaired wheel needs nothing beyond its manylinux policy" show
 else
 	why="no wheel-tools env at $TOOLS (scripts/deps.sh makes it where PyPI is reachable)"
