@@ -373,9 +373,10 @@ uninstall:
 # makes the library, the command and its man page under build/wheel/obj
 # (SANITIZE cleared) and zips them with the package python/vrampool/ into
 # build/wheel/raw/vrampool-V-py3-none-linux_x86_64.whl; auditwheel, from
-# scripts/deps.sh's wheel-tools env, vendors the command's libraries into
-# build/wheel/vrampool-V-py3-none-manylinux_2_N_x86_64.whl (README, "pip
-# install"). `make sdist`: build/wheel/vrampool-V.tar.gz, built by the same make.
+# scripts/deps.sh's wheel-tools env, vendors the command's libraries (all
+# but glibc and expat: python/wheel_repair.py says why) into
+# build/wheel/vrampool-V-py3-none-manylinux_2_N_x86_64.whl (README,
+# "Install"). `make sdist`: build/wheel/vrampool-V.tar.gz, built by the same make.
 WHEEL_BACKEND = CUDA_HOME=$(CUDA_HOME) python3 -c 'import sys; sys.path.insert(0, "python"); \
 	import vrampool_build as b; print(b.$(1)(sys.argv[1]))'
 wheel: deps
@@ -384,7 +385,7 @@ wheel: deps
 	@env=$$(scripts/deps.sh --pyenv wheel); test -x "$$env/bin/python" || \
 		{ echo "make wheel: no auditwheel in $$env (scripts/deps.sh makes it; see $$env.log);" \
 		     "$(B)/wheel/raw/ holds the wheel for this machine only"; exit 1; }; \
-	PATH=$$env/bin:$$PATH "$$env/bin/python" -m auditwheel repair -w $(B)/wheel $(B)/wheel/raw/*.whl
+	PATH=$$env/bin:$$PATH "$$env/bin/python" python/wheel_repair.py $(B)/wheel/raw/*.whl $(B)/wheel
 sdist:
 	$(call WHEEL_BACKEND,build_sdist) $(B)/wheel
 .PHONY: wheel sdist
