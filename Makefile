@@ -377,7 +377,7 @@ uninstall:
 # but glibc and expat: python/wheel_repair.py says why) into
 # build/wheel/vrampool-V-py3-none-manylinux_2_N_x86_64.whl (README,
 # "Install"). `make sdist`: build/wheel/vrampool-V.tar.gz, built by the same make.
-WHEEL_BACKEND = CUDA_HOME=$(CUDA_HOME) python3 -c 'import sys; sys.path.insert(0, "python"); \
+WHEEL_BACKEND = CUDA_HOME=$(CUDA_HOME) python3 -B -c 'import sys; sys.path.insert(0, "python"); \
 	import vrampool_build as b; print(b.$(1)(sys.argv[1]))'
 wheel: deps
 	rm -rf $(B)/wheel/raw $(B)/wheel/vrampool-*.whl

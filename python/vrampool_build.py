@@ -183,20 +183,27 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     return name
 
 
+def _compiled(path):
+    """Python's byte code (this backend's own, written beside it): never packed."""
+    return "__pycache__" in path.split(os.sep) or path.endswith(".pyc")
+
+
 def _sdist_files():
     """The files of the source tree that an sdist carries: git's list, or a walk."""
     root = _root()
     try:
         out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root, check=True,
                              capture_output=True).stdout
-        return sorted(p for p in out.decode().split("\0") if p and os.path.isfile(os.path.join(root, p)))
+        return sorted(p for p in out.decode().split("\0")
+                      if p and os.path.isfile(os.path.join(root, p)) and not _compiled(p))
     except (OSError, subprocess.CalledProcessError):
         pass
     found = []
     for dirpath, dirs, names in os.walk(root):
         rel = os.path.relpath(dirpath, root)
         dirs[:] = [d for d in dirs if not (rel == "." and d in ("build", ".git"))]
-        found += [os.path.normpath(os.path.join(rel, n)) for n in names if n != "PKG-INFO"]
+        found += [os.path.normpath(os.path.join(rel, n)) for n in names
+                  if n != "PKG-INFO" and not _compiled(os.path.join(rel, n))]
     return sorted(found)
 
 
