@@ -3,15 +3,16 @@
 # in-tree backend (python/vrampool_build.py, the project's own make), with
 # no network (--no-index); auditwheel, from scripts/deps.sh's wheel-tools
 # env, vendors the command's libraries (python/wheel_repair.py: all but
-# glibc and expat) and must find a manylinux policy, as `make wheel` does. The wheel is then installed, alone, into a fresh
-# virtual environment, and used from a directory outside the repository
-# with no repository path on PATH (LD_LIBRARY_PATH names only the emulated
-# device): `vrampool run --layout auto --ab` on a loop that needs only the
-# standard library (tests/python/ctypes_loop.py: ctypes on the driver),
-# `python -m vrampool report` on its dumps, `report --plot`, the three versions against
-# VERSION, library_path() against the library the loop was given,
-# load_dump() and read_telemetry(). Last, the sdist: what it carries, and
-# that make finds every source of the wheel's build in it.
+# glibc and expat) and must find a manylinux policy, as `make wheel` does.
+# The wheel is then installed, alone, into a fresh virtual environment, and
+# used from a directory outside the repository with no repository path on
+# PATH (LD_LIBRARY_PATH names only the emulated device): `vrampool run
+# --layout auto --ab` on a loop that needs only the standard library
+# (tests/python/ctypes_loop.py: ctypes on the driver), `python -m vrampool
+# report` on its dumps, `report --plot`, the three versions against VERSION,
+# library_path() against the library the loop was given, load_dump() and
+# read_telemetry(). Last, the sdist: what it carries, and that make finds
+# every source of the wheel's build in it.
 #
 # Without python3-venv, every check is a SKIP line saying so; without the
 # wheel-tools env (no network when scripts/deps.sh ran), the auditwheel
