@@ -11,6 +11,7 @@
 #   make mutants         plants each bug of tests/mutants in a scratch copy; the tests must catch it
 #   make install PREFIX=/usr/local     command, library, man page (man vrampool)
 #   make uninstall PREFIX=/usr/local   removes what install put there
+#   make wheel           build/wheel/vrampool-*.whl (pip install it; make sdist: the sdist)
 #   make ptx             refresh the committed shim/device/gather.ptx with nvcc
 #   make clean; make SANITIZE=address,undefined test   the vrampool command sanitized too
 #
@@ -369,6 +370,28 @@ uninstall:
 	      $(DESTDIR)$(PREFIX)/lib/vrampool/libvrampool.so \
 	      $(DESTDIR)$(MANDIR)/vrampool.1
 	-rmdir $(DESTDIR)$(PREFIX)/lib/vrampool 2>/dev/null || true
+
+# ---- the wheel (pip install vrampool): pyproject.toml, python/ -------------
+# python/vrampool_build.py, the PEP 517 backend that `pip wheel .` runs too,
+# makes the library, the command and its man page under build/wheel/obj
+# (SANITIZE cleared) and zips them with the package python/vrampool/ into
+# build/wheel/raw/vrampool-V-py3-none-linux_x86_64.whl; auditwheel, from
+# scripts/deps.sh's wheel-tools env, vendors the command's libraries (all
+# but glibc and expat: python/wheel_repair.py says why) into
+# build/wheel/vrampool-V-py3-none-manylinux_2_N_x86_64.whl (README,
+# "Install"). `make sdist`: build/wheel/vrampool-V.tar.gz, built by the same make.
+WHEEL_BACKEND = CUDA_HOME=$(CUDA_HOME) python3 -B -c 'import sys; sys.path.insert(0, "python"); \
+	import vrampool_build as b; print(b.$(1)(sys.argv[1]))'
+wheel: deps
+	rm -rf $(B)/wheel/raw $(B)/wheel/vrampool-*.whl
+	$(call WHEEL_BACKEND,build_wheel) $(B)/wheel/raw
+	@env=$$(scripts/deps.sh --pyenv wheel); test -x "$$env/bin/python" || \
+		{ echo "make wheel: no auditwheel in $$env (scripts/deps.sh makes it; see $$env.log);" \
+		     "$(B)/wheel/raw/ holds the wheel for this machine only"; exit 1; }; \
+	PATH=$$env/bin:$$PATH "$$env/bin/python" python/wheel_repair.py $(B)/wheel/raw/*.whl $(B)/wheel
+sdist:
+	$(call WHEEL_BACKEND,build_sdist) $(B)/wheel
+.PHONY: wheel sdist
 
 clean:
 	rm -rf $(B)

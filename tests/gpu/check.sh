@@ -31,7 +31,15 @@
 #      VRAMPOOL=off and with the pool, every batch read back and compared,
 #      checksums compared across runs, the shim's byte counts checked (a
 #      PyCUDA built on another machine cannot be carried: skipped, saying
-#      why, where it does not import).
+#      why, where it does not import);
+#  10. the wheel (issue 20), carried in build/wheel/ (make wheel, or
+#      VRAMPOOL_WHEEL=path): installed with `pip install --no-deps` into
+#      $OUT/wheel-site (--target: the machine's environment is left as it
+#      was; PYTHONPATH points there), its installed `vrampool` command runs
+#      the standard-library loop tests/python/ctypes_loop.py with --ab,
+#      and the PyTorch loop of step 6 (when torch sees the GPU), whose
+#      checksums must equal step 6's run without the shim; `python -m
+#      vrampool report` reads the dumps. Skipped, saying why, without a wheel.
 # It prints a short table last and exits 0 only when everything verified.
 # Well under 5 minutes on an H200.
 #
@@ -383,6 +391,53 @@ PY
 ) || ok=0
 	if [ $ok -eq 1 ]; then note "clients $c: $v"; else bad "clients $c: FAILED: $v (see $OUT/client-$c-*)"; fi
 done
+
+step "10. the wheel: its installed command"
+WHL=${VRAMPOOL_WHEEL:-}
+if [ -z "$WHL" ]; then
+	for f in build/wheel/vrampool-*-manylinux_*.whl; do [ -f "$f" ] && WHL=$f; done
+fi
+WSITE=$OUT/wheel-site
+# wheel_run NAME ARGS...: the installed command with ARGS; output in $OUT/NAME.out, .err.
+wheel_run() {
+	local name=$1
+	shift
+	env PYTHONPATH="$WSITE" timeout 300 "$WSITE/bin/vrampool" "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
+}
+if [ -z "$WHL" ] || [ ! -f "$WHL" ]; then
+	note "wheel: no build/wheel/vrampool-*-manylinux_*.whl (make wheel, then carry build/wheel) and no VRAMPOOL_WHEEL: skipped"
+elif rm -rf "$WSITE" && ! "$PY" -m pip install --no-deps --no-index --target "$WSITE" "$WHL" >"$OUT/wheel-install.log" 2>&1; then
+	if grep -q 'is not a supported wheel on this platform' "$OUT/wheel-install.log"; then
+		note "wheel: $(basename "$WHL") is not for this machine ($(ldd --version | head -n 1)): skipped (README, Install: the sdist)"
+	else
+		bad "wheel: pip install --no-deps $(basename "$WHL") FAILED: $(tail -n 1 "$OUT/wheel-install.log")"
+	fi
+else
+	rm -f "$OUT"/wheel-ctypes.* "$OUT"/torch-wheel.*
+	if wheel_run wheel-ctypes run --layout auto --ab --stats "$OUT/wheel-ctypes.json" -- \
+		"$PY" tests/python/ctypes_loop.py && [ "$(grep -c '^verified OK' "$OUT/wheel-ctypes.out")" -eq 2 ]; then
+		note "wheel $(basename "$WHL"): ctypes loop --ab verified; $(grep '^verdict: ' "$OUT/wheel-ctypes.err" | cut -c1-100)"
+	else
+		bad "wheel: the ctypes loop through the installed command FAILED (see $OUT/wheel-ctypes.*)"
+	fi
+	if [ -n "${TN:-}" ] && [ -f "$OUT/torch-plain.json" ]; then
+		if wheel_run torch-wheel run --layout u8:3x64x64 --stats "$OUT/torch-wheel.stats.json" -- \
+			"$PY" tests/gpu/torch_loop.py "$TN" 4; then
+			cp "$OUT/torch-wheel.out" "$OUT/torch-wheel.json"
+			if v=$(compare torch-plain torch-wheel); then note "torch via wheel:   $v"; else bad "torch via wheel:   $v"; fi
+			note "  $(stats torch-wheel)"
+		else
+			bad "torch via wheel: FAILED (see $OUT/torch-wheel.err)"
+		fi
+	else
+		note "wheel: no torch run without the shim (step 6 skipped): the PyTorch loop through the wheel skipped"
+	fi
+	if PYTHONPATH="$WSITE" "$PY" -m vrampool report "$OUT"/wheel-ctypes.{off,on}.json >"$OUT/wheel-report.out" 2>&1; then
+		note "  python -m vrampool report: $(grep '^verdict: ' "$OUT/wheel-report.out" | cut -c1-90)"
+	else
+		bad "  python -m vrampool report FAILED (see $OUT/wheel-report.out)"
+	fi
+fi
 
 echo
 echo "== vrampool real-GPU check: $DEVICE ($(($(date +%s) - start)) s)"
