@@ -32,6 +32,7 @@
 
 #include "elf_facts.h"
 #include "loader.h"
+#include "options.h"
 #include "vrampool.h"
 
 #define MAX_OBJECTS 1024	/* objects walked per invocation */
@@ -562,7 +563,8 @@ int inspect_main(int argc, char **argv)
 	w.follow = true;
 	w.out = stdout;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+vh", options, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:vh", options, NULL)) != -1) {
 		switch (c) {
 		case 'v':
 			w.verbose = true;
@@ -574,13 +576,11 @@ int inspect_main(int argc, char **argv)
 			inspect_usage(stdout);
 			return TOOL_EXIT_OK;
 		default:
-			inspect_usage(stderr);
-			return TOOL_EXIT_ERROR;
+			return tool_option_error("inspect", options, c, argc, argv);
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "vrampool inspect: no file named\n");
-		inspect_usage(stderr);
+		fprintf(stderr, "vrampool inspect: no file named (vrampool help inspect)\n");
 		return TOOL_EXIT_ERROR;
 	}
 	if (elf_facts_init(err, sizeof(err)) != 0) {

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "options.h"
 #include "run.h"
 #include "vrampool.h"
 
@@ -328,7 +329,10 @@ static int run_parse(struct run_options *o, int argc, char **argv)
 	memset(o, 0, sizeof(*o));
 	o->kill_after = RUN_KILL_AFTER_S;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+l:b:s:ovah", options, NULL)) != -1) {
+	opterr = 0;	/* one-line errors: tool_option_error (options.h) */
+	while ((c = getopt_long(argc, argv, "+:l:b:s:ovah", options, NULL)) != -1) {
+		if (tool_option_empty("run", options, c, optarg))
+			return TOOL_EXIT_ERROR;
 		switch (c) {
 		case 'l':
 			o->layout = optarg;
@@ -372,8 +376,7 @@ static int run_parse(struct run_options *o, int argc, char **argv)
 			run_usage(stdout);
 			return -1;
 		default:
-			run_usage(stderr);
-			return TOOL_EXIT_ERROR;
+			return tool_option_error("run", options, c, argc, argv);
 		}
 	}
 	if (optind >= argc) {

@@ -325,3 +325,48 @@ check "vrampool version prints the version" expect 0 '^vrampool [0-9]+\.[0-9]+' 
 check "vrampool help --help prints the overview" expect 0 '^usage: vrampool COMMAND' "$V" help --help
 check "an unknown command is printed escaped" \
 	bash -c "out=\$('$V' \$'fr\\033[2Job' 2>&1); ! grep -q \$'\\033' <<<\"\$out\" && grep -q 'fr.e\\[2Job' <<<\"\$out\""
+
+# ---- bad options: one line on stderr, exit 2, no usage text (issue 19) --------
+# one_line_error REGEX ARGS...: vrampool ARGS exits 2, prints nothing on
+# stdout and exactly one line, matching REGEX, on stderr.
+one_line_error() {
+	local re=$1 out err rc; shift
+	out=$("$V" "$@" 2>"$TMP/one_line.err"); rc=$?
+	err=$(cat "$TMP/one_line.err")
+	printf 'exit %s\nstdout: %s\nstderr:\n%s\n' "$rc" "$out" "$err"
+	[ "$rc" -eq 2 ] && [ -z "$out" ] && [ "$(wc -l <"$TMP/one_line.err")" -eq 1 ] &&
+		grep -Eq -- "$re" <<<"$err"
+}
+check "vrampool run --bogus is one line naming the option and the help" \
+	one_line_error "^vrampool run: unknown option '--bogus' \(vrampool help run\)$" run --bogus -- true
+check "vrampool report --bogus is one line" \
+	one_line_error "^vrampool report: unknown option '--bogus' \(vrampool help report\)$" report --bogus x.json
+check "vrampool inspect --bogus is one line" \
+	one_line_error "^vrampool inspect: unknown option '--bogus' \(vrampool help inspect\)$" inspect --bogus k_shared
+check "vrampool --bogus is one line" \
+	one_line_error "^vrampool: unknown option '--bogus' \(vrampool help\)$" --bogus
+check "an unknown command is one line" \
+	one_line_error "^vrampool: unknown command 'frobnicate' \(vrampool help\)$" frobnicate
+check "an unknown short option is one line" \
+	one_line_error "^vrampool run: unknown option '-x' \(vrampool help run\)$" run -x -- true
+check "an option missing its value is one line" \
+	one_line_error "^vrampool run: --layout needs a value \(vrampool help run\)$" run --layout
+check "a short option missing its value is named by its long name" \
+	one_line_error "^vrampool run: --budget needs a value \(vrampool help run\)$" run -b
+check "--layout '' is an error, not no layout" \
+	one_line_error "^vrampool run: --layout needs a value \(vrampool help run\)$" run --layout '' -- true
+check "-l '' is an error too" \
+	one_line_error "^vrampool run: --layout needs a value" run -l '' -- true
+check "--stats '' is an error" \
+	one_line_error "^vrampool run: --stats needs a value" run --stats= -- true
+check "report --plot '' is an error" \
+	one_line_error "^vrampool report: --plot needs a value \(vrampool help report\)$" report --plot '' x.json
+check "a value given to an option that takes none is one line" \
+	one_line_error "^vrampool run: option '--off' takes no value \(vrampool help run\)$" run --off=1 -- true
+check "an unknown option with a value is named without its value" \
+	one_line_error "^vrampool inspect: unknown option '--depth' \(vrampool help inspect\)$" inspect --depth=3 k_shared
+check "inspect with no file is one line" \
+	one_line_error "^vrampool inspect: no file named \(vrampool help inspect\)$" inspect
+check "an unknown option with control characters is printed escaped" \
+	one_line_error 'unknown option .--x\\e\[2J' run $'--x\033[2J' -- true
+
