@@ -311,6 +311,7 @@ test: deps
 # make demo builds only what the demo runs (the library, the command, the
 # emulated device, the trainer), quietly: the build's output goes to
 # build/demo-build.log and is shown only when it fails; V=1 shows it all.
+# Without a -j of the caller's, it builds with one job per CPU.
 # scripts/deps.sh checks the packages and the toolkit, no Python envs.
 DEMO_BUILT := $(B)/libvrampool.so $(B)/vrampool $(B)/fakecuda/libcudart.so.13 $(B)/apps/trainer
 DEMO_LOG   := $(B)/demo-build.log
@@ -321,7 +322,8 @@ DEMO_QUIET := >$(DEMO_LOG) 2>&1 || { tail -n 40 $(DEMO_LOG); echo "demo: the bui
 endif
 demo:
 	@echo "demo: building the library, the command, the emulated device and the trainer ($(if $(DEMO_QUIET),log: $(DEMO_LOG); V=1 shows it,V=1))"
-	@mkdir -p $(B) && { CUDA_HOME=$(CUDA_HOME) scripts/deps.sh build && $(MAKE) $(if $(DEMO_QUIET),-s) $(DEMO_BUILT); } $(DEMO_QUIET)
+	@mkdir -p $(B) && { CUDA_HOME=$(CUDA_HOME) scripts/deps.sh build && \
+		$(MAKE) $(if $(DEMO_QUIET),-s) $(if $(filter -j%,$(MAKEFLAGS)),,-j$$(nproc)) $(DEMO_BUILT); } $(DEMO_QUIET)
 	@CUDA_HOME=$(CUDA_HOME) scripts/demo.sh
 
 bench: deps
