@@ -88,6 +88,7 @@ do_uninstall() {
 		echo "make uninstall: nothing to remove: no file of vrampool's in $root (is PREFIX the one given to make install?)" >&2
 		exit 1
 	fi
+	# shellcheck disable=SC2086 # the list splits on purpose
 	# Deepest first: a folder's path is longer than its parent's; then ROOT
 	# (.), then the folders above it (.., ../..), nearest first.
 	for d in $(printf '%s\n' $dirs |
