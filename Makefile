@@ -3,6 +3,7 @@
 #   make                 build/libvrampool.so, build/vrampool, test equipment
 #   make test            install missing deps, build, run every test this machine can run
 #   make demo            the trainer with and without the shim, then the A/B report
+#                        (builds only what it runs, quietly; V=1 shows the build)
 #   make bench           benchmarks (ratios against baselines measured in the same run)
 #   make fuzz            libFuzzer targets, FUZZ_SECONDS each (clang; tests/fuzz)
 #   make tsan            ThreadSanitizer build and runs of the threaded programs
@@ -273,7 +274,7 @@ FUZZ_SRC_config    := shim/core/config.c shim/core/layout.c shim/core/size.c shi
 FUZZ_SRC_layout    := shim/core/layout.c shim/core/size.c
 FUZZ_SRC_size      := shim/core/size.c
 FUZZ_SRC_escape    := analysis/text.c
-FUZZ_SRC_dump      := analysis/dump.c analysis/load.c analysis/telemetry.c analysis/report.c analysis/text.c
+FUZZ_SRC_dump      := analysis/dump.c analysis/load.c analysis/telemetry.c analysis/report.c analysis/text.c analysis/options.c
 FUZZ_SRC_telemetry := analysis/telemetry.c analysis/load.c analysis/text.c
 FUZZ_SRC_elf       := analysis/elf_facts.c
 FUZZ_LIBS_dump      := -ljansson -lm
@@ -311,9 +312,23 @@ test: deps
 	$(MAKE) all
 	CUDA_HOME=$(CUDA_HOME) scripts/test.sh
 
-demo: deps
-	$(MAKE) all
-	CUDA_HOME=$(CUDA_HOME) scripts/demo.sh
+# make demo builds only what the demo runs (the library, the command, the
+# emulated device, the trainer), quietly: the build's output goes to
+# build/demo-build.log and is shown only when it fails; V=1 shows it all.
+# Without a -j of the caller's, it builds with one job per CPU.
+# scripts/deps.sh checks the packages and the toolkit, no Python envs.
+DEMO_BUILT := $(B)/libvrampool.so $(B)/vrampool $(B)/fakecuda/libcudart.so.13 $(B)/apps/trainer
+DEMO_LOG   := $(B)/demo-build.log
+ifeq ($(V),1)
+DEMO_QUIET :=
+else
+DEMO_QUIET := >$(DEMO_LOG) 2>&1 || { tail -n 40 $(DEMO_LOG); echo "demo: the build failed (log: $(DEMO_LOG))"; exit 1; }
+endif
+demo:
+	@echo "demo: building the library, the command, the emulated device and the trainer ($(if $(DEMO_QUIET),log: $(DEMO_LOG); V=1 shows it,V=1))"
+	@mkdir -p $(B) && { CUDA_HOME=$(CUDA_HOME) scripts/deps.sh build && \
+		$(MAKE) $(if $(DEMO_QUIET),-s) $(if $(filter -j%,$(MAKEFLAGS)),,-j$$(nproc)) $(DEMO_BUILT); } $(DEMO_QUIET)
+	@CUDA_HOME=$(CUDA_HOME) scripts/demo.sh
 
 bench: deps
 	$(MAKE) all
@@ -357,19 +372,18 @@ soak:
 mutants: deps
 	CUDA_HOME=$(CUDA_HOME) scripts/mutants.sh $(MUTANTS_ARGS)
 
-MANDIR := $(PREFIX)/share/man/man1
+# install puts the command, the library and every manual page (MAN_PAGES
+# where the man rules define it, else vrampool(1)) under PREFIX and lists
+# what it installed and the folders it created in lib/vrampool/installed.txt;
+# uninstall removes exactly those, then those folders when left empty, and
+# fails when there is nothing to remove (scripts/install.sh).
+INSTALL_MAN = $(or $(MAN_PAGES),$(B)/vrampool.1)
 
-install: $(B)/libvrampool.so $(B)/vrampool $(B)/vrampool.1
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/vrampool $(DESTDIR)$(MANDIR)
-	install -m 0755 $(B)/vrampool $(DESTDIR)$(PREFIX)/bin/vrampool
-	install -m 0755 $(B)/libvrampool.so $(DESTDIR)$(PREFIX)/lib/vrampool/libvrampool.so
-	install -m 0644 $(B)/vrampool.1 $(DESTDIR)$(MANDIR)/vrampool.1
+install: $(B)/libvrampool.so $(B)/vrampool $(INSTALL_MAN)
+	@scripts/install.sh install "$(DESTDIR)$(PREFIX)" $(B)/vrampool $(B)/libvrampool.so $(INSTALL_MAN)
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/vrampool \
-	      $(DESTDIR)$(PREFIX)/lib/vrampool/libvrampool.so \
-	      $(DESTDIR)$(MANDIR)/vrampool.1
-	-rmdir $(DESTDIR)$(PREFIX)/lib/vrampool 2>/dev/null || true
+	@scripts/install.sh uninstall "$(DESTDIR)$(PREFIX)"
 
 # ---- the wheel (pip install vrampool): pyproject.toml, python/ -------------
 # python/vrampool_build.py, the PEP 517 backend that `pip wheel .` runs too,

@@ -10,13 +10,20 @@
  * cuGetProcAddress, which is what a statically linked runtime (nvcc's
  * default) does, and which the shim interposes too. What stays out of
  * reach: a statically linked executable (no dynamic linker, so no preload),
- * a runtime carried inside a file that imports no dlsym, and copy entry
- * points the shim does not interpose.
+ * a runtime carried inside a file that imports no dlsym, copy entry points
+ * the shim does not interpose, and the copies an NVIDIA library (cuBLAS,
+ * cuDNN, cuFFT) makes inside itself through a runtime or driver route of
+ * its own, over NVIDIA's private interfaces (the README's "What the shim
+ * does not touch"): a program of yours with nvcc's static runtime takes the
+ * driver entry points and is seen; a vendor library doing the same is not
+ * counted on.
  *
- * The facts of each file come from elf_facts.c (libelf), the files from
- * loader.c (ld.so's search order, $PATH, #!, pyenv); this file walks the
- * DT_NEEDED closure (each object once, bounded depth), draws one verdict
- * per file and one overall, and words the advice for the file it is about:
+ * The facts of each file come from elf_facts.c (libelf), each file's
+ * verdict from inspect_verdict.c, the files from loader.c (ld.so's search
+ * order, $PATH, #!, pyenv); this file walks the DT_NEEDED closure of each
+ * file of the command line (each object once, bounded depth), folds the
+ * verdicts into one for that file (the exit status is the worst of them),
+ * and words the advice for the file it is about:
  * a program of yours can be rebuilt, a vendor library (NVIDIA's) cannot.
  */
 #include <elf.h>
@@ -31,29 +38,14 @@
 #include <unistd.h>
 
 #include "elf_facts.h"
+#include "inspect_verdict.h"
 #include "loader.h"
+#include "options.h"
 #include "vrampool.h"
 
 #define MAX_OBJECTS 1024	/* objects walked per invocation */
 #define MAX_DEPTH 32		/* DT_NEEDED nesting */
 #define MAX_SCRIPT_HOPS 4	/* #! interpreters that are scripts themselves */
-
-/* Library names NVIDIA ships (the toolkit, cuDNN, NCCL, the driver). */
-static const char *const vendor_prefixes[] = {
-	"libcublas", "libcudart", "libcufft", "libcurand", "libcusolver", "libcusparse",
-	"libcudnn", "libnccl", "libnvrtc", "libnvJitLink", "libnvblas", "libnvjpeg",
-	"libnpp", "libcupti", "libnvperf", "libnvToolsExt", "libnvtx3interop", "libnvvm",
-	"libcheckpoint", "libpcsamplingutil", "libcuda.", "libcufile", "libnvidia-",
-	"libcutensor", "libcudss", "libnvshmem", "libnvfatbin", "libnvptxcompiler",
-};
-
-/* What one file is, and the verdict drawn from its facts. */
-struct file_verdict {
-	enum inspect_verdict verdict;
-	bool vendor;			/* a library NVIDIA ships */
-	bool program;			/* an executable (started by ld.so, or static) */
-	char why[768];
-};
 
 /* A file already walked, and the name it was first met by. */
 struct visited {
@@ -76,9 +68,11 @@ struct walk {
 	enum inspect_verdict worst;	/* largest verdict that is not a SEEN kind */
 	int nseen, nunseen_runtime;
 	bool worst_vendor, worst_program;
+	bool unseen_vendor;		/* the first unseen file is an NVIDIA library's own route */
 	bool python;			/* an interpreter named python* was inspected */
 	char seen_file[PATH_MAX], worst_file[PATH_MAX], unseen_file[PATH_MAX];
 	char worst_why[768];
+	char named[PATH_MAX];		/* the file of the command line inspected now */
 	bool error;
 	char error_msg[1024];
 };
@@ -109,104 +103,6 @@ static void walk_error(struct walk *w, const char *path, const char *msg)
 	}
 }
 
-/* The last component of PATH. */
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash ? slash + 1 : path;
-}
-
-/* Whether PATH (with facts F) is a library NVIDIA ships. */
-static bool vendor_file(const char *path, const struct elf_facts *f)
-{
-	const char *names[2] = { f->soname, base_name(path) };
-	char real[PATH_MAX];
-	size_t i, k;
-
-	for (k = 0; k < 2; k++)
-		for (i = 0; i < sizeof(vendor_prefixes) / sizeof(vendor_prefixes[0]); i++)
-			if (names[k][0] && strncmp(names[k], vendor_prefixes[i],
-						   strlen(vendor_prefixes[i])) == 0)
-				return true;
-	if (!realpath(path, real))
-		return false;
-	return strncmp(real, "/usr/local/cuda", 15) == 0 || strstr(real, "/site-packages/nvidia/");
-}
-
-/* Whether PATH lies in a directory called "stubs" (the toolkit's link-time stubs). */
-static bool stub_file(const char *path)
-{
-	char real[PATH_MAX];
-	const char *p = realpath(path, real) ? real : path;
-	const char *slash = strrchr(p, '/');
-
-	if (!slash || slash == p)
-		return false;
-	return slash - p >= 6 && strncmp(slash - 6, "/stubs", 6) == 0;
-}
-
-/* Draws the verdict on one file from its facts, with the reason in V->why. */
-static void file_decide(struct file_verdict *v, const char *path, const struct elf_facts *f)
-{
-	bool entry = f->imports_dlsym;
-
-	memset(v, 0, sizeof(*v));
-	v->vendor = vendor_file(path, f);
-	v->program = f->interp || f->type == ET_EXEC;
-	if (f->runtime_copies[0]) {
-		v->verdict = INSPECT_SEEN;
-		snprintf(v->why, sizeof(v->why), "seen: imports %s from the shared CUDA runtime%s%s%s",
-			 f->runtime_copies, f->driver_copies[0] ? " and " : "", f->driver_copies,
-			 f->driver_copies[0] ? " from the CUDA driver" : "");
-	} else if (f->defines_runtime) {
-		v->verdict = INSPECT_PROVIDER;
-		snprintf(v->why, sizeof(v->why),
-			 "provides the CUDA runtime API itself (libcudart, or a library that interposes it)");
-	} else if (f->defines_driver) {
-		v->verdict = INSPECT_DRIVER;
-		if (stub_file(path))
-			snprintf(v->why, sizeof(v->why),
-				 "the CUDA driver (a stub): defines the driver API for linking only; at run time the NVIDIA driver's libcuda.so.1 is loaded instead");
-		else
-			snprintf(v->why, sizeof(v->why), "the CUDA driver: defines the driver API");
-	} else if (f->driver_copies[0]) {
-		v->verdict = INSPECT_SEEN_DRIVER;
-		snprintf(v->why, sizeof(v->why), "seen: imports %s from the CUDA driver",
-			 f->driver_copies);
-	} else if (f->static_evidence[0] && !f->dynamic && f->type == ET_EXEC) {
-		v->verdict = INSPECT_UNREACHABLE;
-		snprintf(v->why, sizeof(v->why),
-			 "not seen: statically linked (no dynamic linker runs in it, so nothing is preloaded), with the CUDA runtime inside (%s)",
-			 f->static_evidence);
-	} else if (f->static_evidence[0] && entry) {
-		v->verdict = INSPECT_SEEN_ENTRY;
-		snprintf(v->why, sizeof(v->why),
-			 "seen (through the driver entry points): carries the CUDA runtime inside itself (static runtime: %s%s), which takes the driver's functions with dlsym and cuGetProcAddress",
-			 f->static_evidence, f->has_symtab ? "" : ", stripped");
-	} else if (f->static_evidence[0]) {
-		v->verdict = INSPECT_STATIC;
-		snprintf(v->why, sizeof(v->why),
-			 "not seen: carries the CUDA runtime inside itself (static runtime: %s%s) and imports no dlsym to reach the driver's entry points",
-			 f->static_evidence, f->has_symtab ? "" : ", stripped");
-	} else if (f->names_driver && f->imports_dlopen && entry) {
-		v->verdict = INSPECT_SEEN_ENTRY;
-		snprintf(v->why, sizeof(v->why),
-			 "seen (through the driver entry points): loads the CUDA driver itself (dlopen of libcuda.so.1, then dlsym)");
-	} else if (f->runtime_imports || f->driver_imports) {
-		v->verdict = INSPECT_OTHER;
-		snprintf(v->why, sizeof(v->why),
-			 "uses the CUDA %s API but imports no copy that vrampool interposes%s%s%s",
-			 f->runtime_imports ? "runtime" : "driver",
-			 f->other_copies[0] ? " (only " : "", f->other_copies,
-			 f->other_copies[0] ? ")" : "");
-	} else {
-		v->verdict = INSPECT_NONE;
-		snprintf(v->why, sizeof(v->why), "no CUDA use%s",
-			 f->device_code ? " found, though it holds device code" : "");
-	}
-}
-
 /* Folds the verdict on PATH into the overall one. */
 static void walk_note(struct walk *w, const char *path, const struct file_verdict *v)
 {
@@ -217,9 +113,12 @@ static void walk_note(struct walk *w, const char *path, const struct file_verdic
 		}
 		return;
 	}
-	if (v->verdict == INSPECT_STATIC || v->verdict == INSPECT_UNREACHABLE) {
-		if (!w->nunseen_runtime++)
+	if (v->verdict == INSPECT_STATIC || v->verdict == INSPECT_UNREACHABLE ||
+	    v->verdict == INSPECT_VENDOR) {
+		if (!w->nunseen_runtime++) {
 			snprintf(w->unseen_file, sizeof(w->unseen_file), "%s", path);
+			w->unseen_vendor = v->verdict == INSPECT_VENDOR;
+		}
 	}
 	if (v->verdict > w->worst || (v->verdict == w->worst && !w->worst_file[0])) {
 		w->worst = v->verdict;
@@ -266,6 +165,28 @@ static void walk_release(struct walk *w)
 	free(w->visited);
 	w->visited = NULL;
 	w->nvisited = 0;
+}
+
+/*
+ * Starts the verdict on the next file of the command line: forgets the
+ * files walked and the verdict drawn (a library two programs load counts
+ * for each), keeping the options and the search cache.
+ */
+static void walk_next_file(struct walk *w)
+{
+	struct loader_cache cache = w->cache;
+	bool verbose = w->verbose, follow = w->follow;
+	FILE *out = w->out;
+	int i;
+
+	for (i = 0; i < w->nvisited; i++)
+		free(w->visited[i].path);
+	free(w->visited);
+	memset(w, 0, sizeof(*w));
+	w->cache = cache;
+	w->verbose = verbose;
+	w->follow = follow;
+	w->out = out;
 }
 
 /*
@@ -389,7 +310,7 @@ static int walk_object(struct walk *w, const char *path, const char *name,
 	struct loader_chain me;
 	struct stat st;
 	char err[512], script[256], dep[PATH_MAX], origin[PATH_MAX];
-	const char *first;
+	const char *first, *base;
 	int ret, i;
 
 	memset(&f, 0, sizeof(f));
@@ -415,8 +336,9 @@ static int walk_object(struct walk *w, const char *path, const char *name,
 		walk_print(w, "%s: the same file as %s (inspected above)\n", esc(path), esc(first));
 		goto out_release;
 	}
-	file_decide(&v, path, &f);
-	if (!name && strncmp(base_name(path), "python", 6) == 0)
+	file_verdict_decide(&v, path, &f);
+	base = strrchr(path, '/');
+	if (!name && strncmp(base ? base + 1 : path, "python", 6) == 0)
 		w->python = true;
 	walk_note(w, path, &v);
 	if (!name)
@@ -466,6 +388,7 @@ static void walk_advice(struct walk *w, FILE *out)
 		fprintf(out, "advice: link %s dynamically (without -static): a preloaded library needs the dynamic linker.\n",
 			file);
 		break;
+	case INSPECT_VENDOR:
 	case INSPECT_STATIC:
 		if (w->worst_vendor)
 			fprintf(out, "advice: %s is a vendor library (NVIDIA's): there is nothing to rebuild; copies it makes inside itself are not seen, copies your program makes through the shared runtime or the driver are.\n",
@@ -483,47 +406,110 @@ static void walk_advice(struct walk *w, FILE *out)
 	}
 }
 
-/* Prints the overall verdict and returns the exit status it means. */
+/*
+ * FILE, escaped, for a verdict on the file named on the command line:
+ * "FILE", "FILE and others", and ", used by NAMED" after either when FILE
+ * is another (a library it loads, the interpreter of a script). Valid
+ * until the next call.
+ */
+static const char *walk_shown(const struct walk *w, const char *file, bool others)
+{
+	static char buf[3 * PATH_MAX];
+	bool same = !w->named[0] || strcmp(file, w->named) == 0;
+
+	snprintf(buf, sizeof(buf), "%s%s%s%s", esc(file), others ? " and others" : "",
+		 same ? "" : ", used by ", same ? "" : esc(w->named));
+	return buf;
+}
+
+/* Prints the verdict on the file named on the command line and returns the exit status it means. */
 static int walk_conclude(struct walk *w, FILE *out)
 {
 	if (w->nseen) {
-		fprintf(out, "verdict: seen: host-to-device copies made through %s (%s%s) will be seen by vrampool.\n",
-			seen_route(w->best_seen), esc(w->seen_file), w->nseen > 1 ? " and others" : "");
+		fprintf(out, "verdict: seen: host-to-device copies made through %s (%s) will be seen by vrampool.\n",
+			seen_route(w->best_seen), walk_shown(w, w->seen_file, w->nseen > 1));
 		if (w->nunseen_runtime)
-			fprintf(out, "note: copies made inside %s%s are not seen: %s.\n",
-				esc(w->unseen_file), w->nunseen_runtime > 1 ? " and others" : "",
+			fprintf(out, "note: copies made inside %s are not seen: %s.\n",
+				walk_shown(w, w->unseen_file, w->nunseen_runtime > 1),
+				w->unseen_vendor ?
+				"an NVIDIA library with its own CUDA runtime or driver route over private interfaces" :
 				"it carries its own CUDA runtime with no route to the driver's entry points");
 		return TOOL_EXIT_OK;
 	}
 	switch (w->worst) {
 	case INSPECT_UNREACHABLE:
 		fprintf(out, "verdict: not seen: %s is statically linked, so no preloaded library is ever loaded into it.\n",
-			esc(w->worst_file));
+			walk_shown(w, w->worst_file, false));
 		break;
 	case INSPECT_STATIC:
 		fprintf(out, "verdict: not seen: %s carries the CUDA runtime inside itself and has no route to the driver's entry points that vrampool interposes.\n",
-			esc(w->worst_file));
+			walk_shown(w, w->worst_file, false));
+		break;
+	case INSPECT_VENDOR:
+		fprintf(out, "verdict: not seen: %s is an NVIDIA library with a CUDA runtime or driver route of its own: the copies it makes inside itself are not seen by vrampool.\n",
+			walk_shown(w, w->worst_file, false));
 		break;
 	case INSPECT_DRIVER:
 		fprintf(out, "verdict: not seen: %s is %s; inspect the program that uses it.\n",
-			esc(w->worst_file), strstr(w->worst_why, "stub") ? "the CUDA driver (a stub)" :
+			walk_shown(w, w->worst_file, false), strstr(w->worst_why, "stub") ? "the CUDA driver (a stub)" :
 			"the CUDA driver");
 		break;
 	case INSPECT_PROVIDER:
 		fprintf(out, "verdict: not seen: %s is the CUDA runtime (or an interposer); inspect the program that uses it.\n",
-			esc(w->worst_file));
+			walk_shown(w, w->worst_file, false));
 		break;
 	case INSPECT_OTHER:
 		fprintf(out, "verdict: not seen: %s uses CUDA but none of the copy entry points vrampool interposes.\n",
-			esc(w->worst_file));
+			walk_shown(w, w->worst_file, false));
 		break;
 	default:
-		fprintf(out, "verdict: not seen: no CUDA use found. A program that loads CUDA at run time with dlopen (Python with PyTorch) is not covered: inspect the libraries it loads, e.g. `vrampool inspect .../site-packages/torch/lib/*.so`%s.\n",
-			w->python ? " (their copies are seen when they import the shared runtime)" : "");
+		fprintf(out, "verdict: not seen: no CUDA use found in %s. A program that loads CUDA at run time with dlopen (Python with PyTorch) is not covered: inspect the libraries it loads, e.g. `vrampool inspect .../site-packages/torch/lib/*.so`%s.\n",
+			walk_shown(w, w->worst_file, false), w->python ? " (their copies are seen when they import the shared runtime)" : "");
 		break;
 	}
 	walk_advice(w, out);
 	return TOOL_EXIT_NOT_SEEN;
+}
+
+/* A file of the command line, inspected, and its exit status. */
+struct named_file {
+	dev_t dev;
+	ino_t ino;
+	char *path;
+	int status;
+};
+
+/*
+ * Inspects PATH, a file of the command line, and prints its verdict: its
+ * own, never one shared with the files before it. A second name for a
+ * file already named (NAMED, N of them) is said to be that file, with its
+ * status. Returns the exit status of this file: 0 seen, 1 not seen, 2 error.
+ */
+static int inspect_named(struct walk *w, const char *path, struct named_file *named, int *n)
+{
+	struct stat st;
+	int i, status;
+
+	if (stat(path, &st) == 0)
+		for (i = 0; i < *n; i++)
+			if (named[i].dev == st.st_dev && named[i].ino == st.st_ino) {
+				printf("%s: the same file as %s (inspected above)\n", esc(path),
+				       esc(named[i].path));
+				return named[i].status;
+			}
+	walk_next_file(w);
+	snprintf(w->named, sizeof(w->named), "%s", path);
+	walk_object(w, path, NULL, NULL, 0);
+	if (w->hidden)
+		printf("  (%d more librar%s with no CUDA use; -v lists them)\n",
+		       w->hidden, w->hidden == 1 ? "y" : "ies");
+	status = w->error ? TOOL_EXIT_ERROR : walk_conclude(w, stdout);
+	if (stat(path, &st) == 0 && (named[*n].path = strdup(path)) != NULL) {
+		named[*n].dev = st.st_dev;
+		named[*n].ino = st.st_ino;
+		named[(*n)++].status = status;
+	}
+	return status;
 }
 
 void inspect_usage(FILE *out)
@@ -543,7 +529,8 @@ void inspect_usage(FILE *out)
 		"  -v, --verbose   list every dependency, also those with no CUDA use\n"
 		"      --no-deps   inspect the named files only\n"
 		"\n"
-		"Exit status: 0 seen, 1 not seen, 2 error (bad usage, unreadable input).\n");
+		"Each FILE gets its own verdict. Exit status: the worst of them, 0 seen,\n"
+		"1 not seen, 2 error (bad usage, unreadable input).\n");
 }
 
 int inspect_main(int argc, char **argv)
@@ -555,14 +542,16 @@ int inspect_main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct walk w;
+	struct named_file *named;
 	char path[PATH_MAX], err[256];
-	int c, i, status;
+	int c, i, nnamed = 0, file_status, status = TOOL_EXIT_OK;
 
 	memset(&w, 0, sizeof(w));
 	w.follow = true;
 	w.out = stdout;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+vh", options, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:vh", options, NULL)) != -1) {
 		switch (c) {
 		case 'v':
 			w.verbose = true;
@@ -574,17 +563,20 @@ int inspect_main(int argc, char **argv)
 			inspect_usage(stdout);
 			return TOOL_EXIT_OK;
 		default:
-			inspect_usage(stderr);
-			return TOOL_EXIT_ERROR;
+			return tool_option_error("inspect", options, c, argc, argv);
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "vrampool inspect: no file named\n");
-		inspect_usage(stderr);
+		fprintf(stderr, "vrampool inspect: no file named (vrampool help inspect)\n");
 		return TOOL_EXIT_ERROR;
 	}
 	if (elf_facts_init(err, sizeof(err)) != 0) {
 		fprintf(stderr, "vrampool inspect: %s\n", err);
+		return TOOL_EXIT_ERROR;
+	}
+	named = calloc((size_t)(argc - optind), sizeof(*named));
+	if (!named) {
+		fprintf(stderr, "vrampool inspect: out of memory\n");
 		return TOOL_EXIT_ERROR;
 	}
 	for (i = optind; i < argc; i++) {
@@ -592,18 +584,15 @@ int inspect_main(int argc, char **argv)
 		if (!strchr(argv[i], '/') && access(argv[i], F_OK) != 0 &&
 		    !loader_path_search(argv[i], path, sizeof(path)))
 			snprintf(path, sizeof(path), "%s", argv[i]);
-		w.hidden = 0;
-		walk_object(&w, path, NULL, NULL, 0);
-		if (w.hidden)
-			printf("  (%d more librar%s with no CUDA use; -v lists them)\n",
-			       w.hidden, w.hidden == 1 ? "y" : "ies");
+		if (i > optind)
+			putchar('\n');
+		file_status = inspect_named(&w, path, named, &nnamed);
+		if (file_status > status)
+			status = file_status;
 	}
-	if (w.error && !w.nseen && w.worst == INSPECT_NONE && !w.worst_file[0])
-		status = TOOL_EXIT_ERROR;
-	else
-		status = walk_conclude(&w, stdout);
-	if (w.error)
-		status = TOOL_EXIT_ERROR;
+	for (i = 0; i < nnamed; i++)
+		free(named[i].path);
+	free(named);
 	walk_release(&w);
 	return status;
 }

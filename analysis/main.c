@@ -4,7 +4,8 @@
  * and has a usage text; `vrampool help`, `vrampool help CMD` and
  * `vrampool CMD --help` print them (`vrampool help --help` the overview),
  * `vrampool --version` and `vrampool version` the version. An unknown
- * subcommand exits with 2.
+ * subcommand or option is one line on stderr and exit 2, as the
+ * subcommands' bad options are (options.h).
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -68,6 +69,14 @@ static const struct subcommand *subcommand_find(const char *name)
 	return NULL;
 }
 
+/* Says in one line that NAME is neither a command nor an option of the command. */
+static int unknown_command(const char *name)
+{
+	fprintf(stderr, "vrampool: unknown %s '%s' (vrampool help)\n",
+		name[0] == '-' ? "option" : "command", esc(name));
+	return TOOL_EXIT_ERROR;
+}
+
 int main(int argc, char **argv)
 {
 	const struct subcommand *cmd;
@@ -88,11 +97,8 @@ int main(int argc, char **argv)
 				printf("usage: vrampool version (or vrampool --version)\n\nPrints the version of the command.\n");
 				return TOOL_EXIT_OK;
 			}
-			if (!cmd) {
-				fprintf(stderr, "vrampool: unknown command '%s'\n", esc(argv[2]));
-				usage_all(stderr);
-				return TOOL_EXIT_ERROR;
-			}
+			if (!cmd)
+				return unknown_command(argv[2]);
 			cmd->usage(stdout);
 			return TOOL_EXIT_OK;
 		}
@@ -100,11 +106,8 @@ int main(int argc, char **argv)
 		return TOOL_EXIT_OK;
 	}
 	cmd = subcommand_find(argv[1]);
-	if (!cmd) {
-		fprintf(stderr, "vrampool: unknown command '%s'\n\n", esc(argv[1]));
-		usage_all(stderr);
-		return TOOL_EXIT_ERROR;
-	}
+	if (!cmd)
+		return unknown_command(argv[1]);
 	if (argc > 2 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
 		cmd->usage(stdout);
 		return TOOL_EXIT_OK;

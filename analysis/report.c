@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "options.h"
 #include "plot.h"
 #include "vrampool.h"
 
@@ -613,7 +614,10 @@ int report_main(int argc, char **argv)
 	int c, i, n, status = TOOL_EXIT_ERROR, stdin_used = 0;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+	opterr = 0;	/* one-line errors: tool_option_error (options.h) */
+	while ((c = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
+		if (tool_option_empty("report", options, c, optarg))
+			return TOOL_EXIT_ERROR;
 		switch (c) {
 		case 'p':
 			plot = optarg;
@@ -625,8 +629,7 @@ int report_main(int argc, char **argv)
 			report_usage(stdout);
 			return TOOL_EXIT_OK;
 		default:
-			report_usage(stderr);
-			return TOOL_EXIT_ERROR;
+			return tool_option_error("report", options, c, argc, argv);
 		}
 	}
 	n = argc - optind;

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "options.h"
 #include "run.h"
 #include "vrampool.h"
 
@@ -43,19 +44,19 @@ void run_usage(FILE *out)
 		"the run on stderr. CMD's exit status is passed through; when signal N\n"
 		"killed it, vrampool dies of N too (a shell says 128 + N).\n"
 		"\n"
-		"  --layout SPEC     VRAMPOOL_LAYOUT: row specs, e.g. u8:3x224x224, 150528,\n"
+		"  -l, --layout SPEC VRAMPOOL_LAYOUT: row specs, e.g. u8:3x224x224, 150528,\n"
 		"                    whole:1M, or auto (the library finds the row size)\n"
-		"  --budget B        VRAMPOOL_BUDGET: auto, a size (8G) or a share of free memory (50%%)\n"
-		"  --stats FILE      VRAMPOOL_STATS: keep the JSON dump there (%%p pid, %%r rank,\n"
+		"  -b, --budget B    VRAMPOOL_BUDGET: auto, a size (8G) or a share of free memory (50%%)\n"
+		"  -s, --stats FILE  VRAMPOOL_STATS: keep the JSON dump there (%%p pid, %%r rank,\n"
 		"                    %%h host); with --ab, FILE.off and FILE.on (before the extension)\n"
-		"  --off             VRAMPOOL=off: pure pass-through that still counts\n"
+		"  -o, --off         VRAMPOOL=off: pure pass-through that still counts\n"
 		"  --dry             VRAMPOOL=dry: fingerprint and count, no pool: what a pool\n"
 		"                    of any budget would have served\n"
 		"  --telemetry FILE  VRAMPOOL_TELEMETRY: append a JSON line of counters there\n"
 		"                    at each interval (for `vrampool report --plot`)\n"
 		"  --interval S      VRAMPOOL_TELEMETRY_S: the telemetry interval in seconds\n"
-		"  --verbose         VRAMPOOL_VERBOSE=1, and the library's own exit summary\n"
-		"  --ab              run CMD twice, off then on, and print the comparison with\n"
+		"  -v, --verbose     VRAMPOOL_VERBOSE=1, and the library's own exit summary\n"
+		"  -a, --ab          run CMD twice, off then on, and print the comparison with\n"
 		"                    the wall time of each run; the exit status is the first\n"
 		"                    nonzero of the two. The second run is skipped when the\n"
 		"                    first ends before any CUDA call, or when a signal stops\n"
@@ -328,7 +329,10 @@ static int run_parse(struct run_options *o, int argc, char **argv)
 	memset(o, 0, sizeof(*o));
 	o->kill_after = RUN_KILL_AFTER_S;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+l:b:s:ovah", options, NULL)) != -1) {
+	opterr = 0;	/* one-line errors: tool_option_error (options.h) */
+	while ((c = getopt_long(argc, argv, "+:l:b:s:ovah", options, NULL)) != -1) {
+		if (tool_option_empty("run", options, c, optarg))
+			return TOOL_EXIT_ERROR;
 		switch (c) {
 		case 'l':
 			o->layout = optarg;
@@ -372,8 +376,7 @@ static int run_parse(struct run_options *o, int argc, char **argv)
 			run_usage(stdout);
 			return -1;
 		default:
-			run_usage(stderr);
-			return TOOL_EXIT_ERROR;
+			return tool_option_error("run", options, c, argc, argv);
 		}
 	}
 	if (optind >= argc) {

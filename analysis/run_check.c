@@ -240,6 +240,7 @@ void run_preflight(const struct run_options *o)
 	case INSPECT_DRIVER:
 	case INSPECT_OTHER:
 	case INSPECT_PROVIDER:
+	case INSPECT_VENDOR:	/* an NVIDIA library's own copies (inspect_verdict.h) */
 		fprintf(stderr, "vrampool run: warning: the copies of %s will not be seen: %s\n"
 			"  (`vrampool inspect %s` says what to do); running it anyway.\n",
 			esc(o->cmd[0]), why, esc(o->cmd[0]));

@@ -11,6 +11,8 @@
  * inspect's verdict and report's printing; no subcommand loads another's
  * files. Every function returns 0 or a negative errno unless its comment
  * says otherwise; the *_main functions return the process exit status.
+ * inspect_verdict.h draws inspect's verdict on one file; options.h words a
+ * bad option of any subcommand in one line.
  *
  * Everything printed that comes from outside (a path from argv, a name from
  * an ELF file, a string from a dump) goes through tool_escape first, so no
@@ -58,6 +60,8 @@ enum inspect_verdict {
 	INSPECT_OTHER,		/* uses CUDA, but no copy entry point vrampool interposes */
 	INSPECT_PROVIDER,	/* defines the runtime API: libcudart, the shim */
 	INSPECT_DRIVER,		/* defines the driver API: libcuda.so.1 or its stub */
+	INSPECT_VENDOR,		/* an NVIDIA library with its own runtime or driver route:
+				   its internal copies are not seen (README) */
 	INSPECT_STATIC,		/* carries the runtime, but cannot reach the driver's entry points */
 	INSPECT_UNREACHABLE,	/* statically linked executable: no preload ever loads */
 	INSPECT_SEEN_ENTRY,	/* seen through the driver entry points (static runtime, own dlopen) */

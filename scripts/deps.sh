@@ -6,6 +6,8 @@
 #   scripts/deps.sh           what `make`, `make test`, `make bench` need
 #   scripts/deps.sh fuzz      also clang and its libFuzzer runtime (make fuzz)
 #   scripts/deps.sh tsan      also gcc's ThreadSanitizer runtime (make tsan)
+#   scripts/deps.sh build     the packages and the toolkit only, no Python
+#                             test environments (make demo)
 #
 # The Python test dependencies live in virtual environments of their own
 # (Debian 12's pip refuses system-wide installs, PEP 668), pinned, built
@@ -56,7 +58,8 @@ for extra in "$@"; do
 	case $extra in
 	fuzz) PKGS="$PKGS clang libclang-rt-14-dev" ;;
 	tsan) PKGS="$PKGS libtsan2" ;;
-	*) echo "deps: unknown extra '$extra' (expected fuzz or tsan)" >&2; exit 2 ;;
+	build) BUILD_ONLY=1 ;;	# make demo: no Python test environments
+	*) echo "deps: unknown extra '$extra' (expected fuzz, tsan or build)" >&2; exit 2 ;;
 	esac
 done
 
@@ -95,6 +98,7 @@ if [ ! -f "$CUDA_HOME/include/cuda_runtime_api.h" ] || [ ! -e "$CUDA_HOME/lib64/
 	exit 1
 fi
 echo "deps: CUDA toolkit at $CUDA_HOME ($("$CUDA_HOME/bin/nvcc" --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p' || echo 'no nvcc'))"
+[ -z "${BUILD_ONLY:-}" ] || exit 0	# make demo: the build needs no Python environment
 
 # python_env ENV "PINS" "IMPORTS" WHAT: makes ENV hold exactly PINS (and
 # import IMPORTS), or leaves it absent with the reason in ENV.log. Built

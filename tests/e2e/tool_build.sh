@@ -66,4 +66,5 @@ uninstalled() {
 	[ ! -s left.txt ] && [ ! -e "$P/lib/vrampool" ]
 }
 check "make uninstall removes everything install put there" uninstalled
-check "make uninstall twice is harmless" make -C "$ROOT" --no-print-directory uninstall PREFIX="$P"
+check "make uninstall twice says there is nothing to remove" \
+	expect 2 'nothing to remove' make -C "$ROOT" --no-print-directory uninstall PREFIX="$P"

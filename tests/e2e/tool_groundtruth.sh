@@ -5,7 +5,9 @@
 # bytes of its allocated read-only sections read with Python: which copy
 # entry points it imports, whether it defines the runtime or the driver API,
 # whether it carries a runtime (symbols, or the C string of the runtime's
-# error-name table) and whether it names libcuda.so.1 and imports dlsym.
+# error-name table) and whether it names libcuda.so.1 and imports dlsym;
+# a library of the toolkit with a runtime or driver route of its own keeps
+# its copies out of reach (the README's "What the shim does not touch").
 # One check per file, then: no NVIDIA library gets the advice to rebuild it,
 # and every file's dependencies are walked without an error.
 source "$(dirname "$0")/lib.sh"
@@ -91,6 +93,10 @@ elif driver_copies:
     print("seen: imports")
 elif static and exe_type and not dynamic:
     print("not seen: statically linked")
+elif not (interp or exe_type) and (static or (b"libcuda.so.1\0" in ro and "dlopen" in imports and dlsym)):
+    # Every file here is NVIDIA's (under the toolkit): a library of theirs with its
+    # own runtime or driver route keeps its copies out of reach (README).
+    print("not seen (its own copies): an NVIDIA library")
 elif static and dlsym:
     print("seen (through the driver entry points): carries the CUDA runtime")
 elif static:
@@ -107,7 +113,7 @@ PY
 agrees() {
 	local want got
 	want=$(python3 truth.py "$1") || return 1
-	got=$("$V" inspect --no-deps "$1" 2>&1 | head -n 1)
+	got=$(CUDA_HOME=$CUDA_HOME "$V" inspect --no-deps "$1" 2>&1 | head -n 1)
 	echo "want: $1: $want"
 	echo "got:  $got"
 	[ "${got#"$1: "}" != "$got" ] && [ "${got#"$1: $want"}" != "$got" ]

@@ -48,7 +48,11 @@ built=1
 	gcc -std=c11 -DSHAPE_MAIN -DSHAPE_DRIVER_DLOPEN -o driver_dlopen "$SRC/shapes.c" -ldl &&
 	mkdir -p fifodir && gcc -std=c11 -shared -fPIC -DSHAPE_HEADER_TEXT -o fifodir/libfifo.so "$SRC/shapes.c" &&
 	gcc -std=c11 -o needs_fifo "$SRC/plain.c" -Lfifodir -Wl,--no-as-needed -lfifo -Wl,--enable-new-dtags -Wl,-rpath,'$ORIGIN/fifodir' &&
-	rm fifodir/libfifo.so && mkfifo fifodir/libfifo.so
+	rm fifodir/libfifo.so && mkfifo fifodir/libfifo.so &&
+	"$CUDA_HOME/bin/nvcc" -arch=sm_90 -shared -Xcompiler -fPIC -o libmine_static.so "$SRC/kernel.cu" &&
+	cp libmine_static.so libcublasShape.so.1 &&
+	cp liblrodata.so libcufftShape.so.1 &&
+	cp app/lib/libplaincopy.so libcublasShared.so.1
 } >"$build_log" 2>&1 || built=0
 # A fully static program needs libc.a (libc6-dev); where it cannot be linked the check says so.
 static_exe=0
@@ -93,8 +97,29 @@ check "a program without CUDA gets the no-CUDA verdict" \
 	expect 1 '^verdict: not seen: no CUDA use found' "$V" inspect plain_none
 check "a program found through PATH is inspected" \
 	expect 1 '^/.*/ls: no CUDA use' "$V" inspect ls
-check "one seen file in a set of libraries makes the set seen" \
-	expect 0 '^verdict: seen: .*plain_shared' "$V" inspect plain_none plain_shared k_static
+# ---- several files: one verdict each, the exit status the worst (issue 19) ----
+# verdicts_each WANT_STATUS FILE...: one verdict line per file, in order, each
+# naming its own file, and the exit status WANT_STATUS.
+verdicts_each() {
+	local want=$1 out rc f n=0; shift
+	out=$("$V" inspect "$@" 2>&1); rc=$?
+	printf '%s\n[exit %s]\n' "$out" "$rc"
+	[ "$rc" -eq "$want" ] || { echo "exit status $rc, expected $want"; return 1; }
+	[ "$(grep -c '^verdict: ' <<<"$out")" -eq $# ] || { echo "not one verdict per file"; return 1; }
+	for f in "$@"; do
+		n=$((n + 1))
+		grep '^verdict: ' <<<"$out" | sed -n "${n}p" | grep -qF "$f" || { echo "verdict $n does not name $f"; return 1; }
+	done
+}
+check "two seen files get a verdict each, exit 0" verdicts_each 0 plain_shared k_shared
+check "a seen file and a file with no CUDA use: a verdict each, exit 1 (the worst)" \
+	verdicts_each 1 plain_shared plain_none
+check "a not-seen file first does not hide the seen one after it" verdicts_each 1 plain_none plain_shared
+check "three files, the middle one seen: three verdicts, exit 1" verdicts_each 1 plain_none plain_shared static_nodl
+check "a library two programs load counts for each of them" verdicts_each 0 app/bin/runpath app/bin/rpath
+check "an unreadable file among good ones: their verdicts, exit 2 (the worst)" \
+	bash -c "out=\$('$V' inspect plain_none k_shared ./missing.so 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 2 ] && \
+		[ \$(grep -c '^verdict: ' <<<\"\$out\") -eq 2 ] && grep -q 'missing\.so: No such file' <<<\"\$out\""
 check "--no-deps inspects the named file only" \
 	bash -c "out=\$('$V' inspect --no-deps k_shared); ! grep -q '=>' <<<\"\$out\""
 
@@ -111,6 +136,23 @@ check "a library defining the driver API in stubs/ is the CUDA driver (a stub)" 
 check "a library defining the driver API elsewhere is the CUDA driver" \
 	expect 1 '^verdict: not seen: libdriverapi\.so is the CUDA driver; inspect the program' \
 	"$V" inspect --no-deps libdriverapi.so
+# A library with nvcc's static runtime: yours is seen through the driver entry
+# points; one of NVIDIA's (by name) keeps its own copies out of reach; one of
+# NVIDIA's that links the shared runtime is seen.
+check "your library with nvcc's static runtime is seen through the driver entry points" \
+	expect 0 '^libmine_static\.so: seen \(through the driver entry points\): carries the CUDA runtime' \
+	"$V" inspect --no-deps libmine_static.so
+check "an NVIDIA library with a static runtime (the shape of cuBLAS): its own copies are not seen" \
+	expect 1 '^libcublasShape\.so\.1: not seen \(its own copies\): an NVIDIA library that carries its own CUDA runtime' \
+	"$V" inspect --no-deps libcublasShape.so.1
+check "an NVIDIA library that loads the driver itself (the shape of cuFFT): its own copies are not seen" \
+	expect 1 '^libcufftShape\.so\.1: not seen \(its own copies\): an NVIDIA library that loads the CUDA driver itself' \
+	"$V" inspect --no-deps libcufftShape.so.1
+check "an NVIDIA library that links the shared runtime is seen" \
+	expect 0 '^libcublasShared\.so\.1: seen: imports cudaMemcpyAsync from the shared CUDA runtime' \
+	"$V" inspect --no-deps libcublasShared.so.1
+check "an NVIDIA library's own route gets no advice to rebuild it" \
+	bash -c "out=\$('$V' inspect --no-deps libcublasShape.so.1); echo \"\$out\"; ! grep -q 'cudart shared' <<<\"\$out\" && grep -q 'is a vendor library' <<<\"\$out\""
 check "a runtime inside a program with no dlsym import is not seen" \
 	expect 1 '^static_nodl: not seen: carries the CUDA runtime inside itself .*imports no dlsym' \
 	"$V" inspect static_nodl
@@ -181,21 +223,44 @@ check "the library inspect resolves is the one the dynamic linker loads" \
 
 # ---- libraries of the CUDA toolkit -------------------------------------------
 # cuBLAS imports nothing from libcudart: it carries its own runtime, which
-# reaches the driver through dlopen + dlsym + cuGetProcAddress.
+# reaches the driver itself, over NVIDIA's private interfaces. The README
+# ("What the shim does not touch") says the copies it makes inside itself
+# are not seen; inspect says the same (diagnosis 4 of issue 19).
 CUBLAS=$CUDA_HOME/lib64/libcublas.so.13
-check "libcublas imports no cuda* symbol but imports dlsym (the facts the next verdict rests on)" \
-	bash -c "! nm -D --undefined-only '$CUBLAS' | grep -q ' cuda' && nm -D --undefined-only '$CUBLAS' | grep -qw dlsym"
-check "libcublas carries its own CUDA runtime and is seen through the driver entry points" \
-	expect 0 'libcublas\.so\.13: seen \(through the driver entry points\): carries the CUDA runtime inside' \
-	"$V" inspect "$CUBLAS"
-check "libcublas's dependency libcublasLt is followed and also carries the runtime" \
-	expect 0 'libcublasLt\.so\.13 => .*: seen \(through the driver entry points\): carries the CUDA runtime' \
-	"$V" inspect "$CUBLAS"
+if [ -f "$CUBLAS" ]; then
+	check "libcublas imports no cuda* symbol but imports dlsym (the facts the next verdict rests on)" \
+		bash -c "! nm -D --undefined-only '$CUBLAS' | grep -q ' cuda' && nm -D --undefined-only '$CUBLAS' | grep -qw dlsym"
+	check "libcublas: its own copies are not seen, as the README says (exit 1)" \
+		expect 1 'libcublas\.so\.13: not seen \(its own copies\): an NVIDIA library that carries its own CUDA runtime' \
+		"$V" inspect "$CUBLAS"
+	check "libcublas's verdict is not seen, never 'will be seen'" \
+		bash -c "out=\$('$V' inspect '$CUBLAS'); echo \"\$out\"; \
+			grep -q '^verdict: not seen: .*libcublas\.so\.13 is an NVIDIA library' <<<\"\$out\" && ! grep -q 'will be seen' <<<\"\$out\""
+	check "the README says what inspect says: cuBLAS internals are not touched" \
+		grep -q 'libraries that carry their own runtime.*' "$ROOT/README.md"
+	check "libcublas's dependency libcublasLt is followed and also carries its own runtime" \
+		expect 1 'libcublasLt\.so\.13 => .*: not seen \(its own copies\): an NVIDIA library' \
+		"$V" inspect "$CUBLAS"
+	check "libcublas.so (a symlink) gets the same verdict" \
+		expect 1 '^verdict: not seen: .*libcublas\.so is an NVIDIA library' "$V" inspect "$CUDA_HOME/lib64/libcublas.so"
+	# A program of yours that links the shared runtime and cuBLAS: seen, and the note
+	# names what is not.
+	if "${CC_CUDA[@]}" -DPLAIN_RUNTIME -o with_cublas "$SRC/plain.c" -L"$CUDA_HOME/lib64" \
+		-Wl,--no-as-needed -lcudart -lcublas -Wl,-rpath,"$CUDA_HOME/lib64" >>"$build_log" 2>&1; then
+		check "a program with the shared runtime and cuBLAS is seen, with a note that cuBLAS's own copies are not" \
+			expect 0 'note: copies made inside .*libcublas(Lt)?\.so\.13.* are not seen: an NVIDIA library' \
+			"$V" inspect with_cublas
+	else
+		check "a program linked with -lcudart -lcublas builds" false
+	fi
+else
+	echo "SKIP: libcublas: $CUBLAS is not installed here (the verdicts on the real cuBLAS are not checked)"
+fi
 check "libcudart itself is reported as the runtime, not as a user of it" \
 	expect 1 'libcudart\.so\.13: provides the CUDA runtime API' "$V" inspect "$CUDA_HOME/lib64/libcudart.so.13"
 if [ -f "$CUDA_HOME/lib64/libcufft.so" ]; then
-	check "libcufft's libcuda.so.1 in .lrodata is found: seen through the driver entry points" \
-		expect 0 'libcufft\.so: seen \(through the driver entry points\): loads the CUDA driver' \
+	check "libcufft loads the driver itself (libcuda.so.1 in .lrodata): its own copies are not seen" \
+		expect 1 'libcufft\.so: not seen \(its own copies\): an NVIDIA library that loads the CUDA driver itself' \
 		"$V" inspect --no-deps "$CUDA_HOME/lib64/libcufft.so"
 fi
 if [ -f "$CUDA_HOME/lib64/libnvrtc-builtins.so" ]; then
@@ -206,9 +271,9 @@ if [ -f "$CUDA_HOME/lib64/stubs/libcuda.so" ]; then
 	check "stubs/libcuda.so is the CUDA driver (a stub)" \
 		expect 1 'stubs/libcuda\.so: the CUDA driver \(a stub\)' "$V" inspect --no-deps "$CUDA_HOME/lib64/stubs/libcuda.so"
 fi
-check "symlinked names of one toolkit library are inspected once" \
+[ -f "$CUBLAS" ] && check "symlinked names of one toolkit library are inspected once" \
 	bash -c "out=\$('$V' inspect --no-deps '$CUDA_HOME/lib64/libcublas.so' '$CUBLAS'); echo \"\$out\"; \
-		[ \$(grep -c 'seen (through' <<<\"\$out\") -eq 1 ] && grep -q 'the same file as' <<<\"\$out\""
+		[ \$(grep -c 'not seen (its own' <<<\"\$out\") -eq 1 ] && grep -q 'the same file as' <<<\"\$out\""
 
 # ---- scripts -----------------------------------------------------------------
 printf '#!/usr/bin/env python3\nimport torch\n' >train.py
@@ -325,3 +390,69 @@ check "vrampool version prints the version" expect 0 '^vrampool [0-9]+\.[0-9]+' 
 check "vrampool help --help prints the overview" expect 0 '^usage: vrampool COMMAND' "$V" help --help
 check "an unknown command is printed escaped" \
 	bash -c "out=\$('$V' \$'fr\\033[2Job' 2>&1); ! grep -q \$'\\033' <<<\"\$out\" && grep -q 'fr.e\\[2Job' <<<\"\$out\""
+
+# ---- bad options: one line on stderr, exit 2, no usage text (issue 19) --------
+# one_line_error REGEX ARGS...: vrampool ARGS exits 2, prints nothing on
+# stdout and exactly one line, matching REGEX, on stderr.
+one_line_error() {
+	local re=$1 out err rc; shift
+	out=$("$V" "$@" 2>"$TMP/one_line.err"); rc=$?
+	err=$(cat "$TMP/one_line.err")
+	printf 'exit %s\nstdout: %s\nstderr:\n%s\n' "$rc" "$out" "$err"
+	[ "$rc" -eq 2 ] && [ -z "$out" ] && [ "$(wc -l <"$TMP/one_line.err")" -eq 1 ] &&
+		grep -Eq -- "$re" <<<"$err"
+}
+check "vrampool run --bogus is one line naming the option and the help" \
+	one_line_error "^vrampool run: unknown option '--bogus' \(vrampool help run\)$" run --bogus -- true
+check "vrampool report --bogus is one line" \
+	one_line_error "^vrampool report: unknown option '--bogus' \(vrampool help report\)$" report --bogus x.json
+check "vrampool inspect --bogus is one line" \
+	one_line_error "^vrampool inspect: unknown option '--bogus' \(vrampool help inspect\)$" inspect --bogus k_shared
+check "vrampool --bogus is one line" \
+	one_line_error "^vrampool: unknown option '--bogus' \(vrampool help\)$" --bogus
+check "an unknown command is one line" \
+	one_line_error "^vrampool: unknown command 'frobnicate' \(vrampool help\)$" frobnicate
+check "an unknown short option is one line" \
+	one_line_error "^vrampool run: unknown option '-x' \(vrampool help run\)$" run -x -- true
+check "an option missing its value is one line" \
+	one_line_error "^vrampool run: --layout needs a value \(vrampool help run\)$" run --layout
+check "a short option missing its value is named by its long name" \
+	one_line_error "^vrampool run: --budget needs a value \(vrampool help run\)$" run -b
+check "--layout '' is an error, not no layout" \
+	one_line_error "^vrampool run: --layout needs a value \(vrampool help run\)$" run --layout '' -- true
+check "-l '' is an error too" \
+	one_line_error "^vrampool run: --layout needs a value" run -l '' -- true
+check "--stats '' is an error" \
+	one_line_error "^vrampool run: --stats needs a value" run --stats= -- true
+check "report --plot '' is an error" \
+	one_line_error "^vrampool report: --plot needs a value \(vrampool help report\)$" report --plot '' x.json
+check "a value given to an option that takes none is one line" \
+	one_line_error "^vrampool run: option '--off' takes no value \(vrampool help run\)$" run --off=1 -- true
+check "an unknown option with a value is named without its value" \
+	one_line_error "^vrampool inspect: unknown option '--depth' \(vrampool help inspect\)$" inspect --depth=3 k_shared
+check "inspect with no file is one line" \
+	one_line_error "^vrampool inspect: no file named \(vrampool help inspect\)$" inspect
+check "an unknown option with control characters is printed escaped" \
+	one_line_error 'unknown option .--x\\e\[2J' run $'--x\033[2J' -- true
+
+# ---- short options: each one run.c accepts is documented (issue 19) -----------
+# short_options_documented: every letter of run's getopt string (but -h, which
+# every command takes) appears as "-X, --LONG" in `vrampool help run`, beside
+# its long name in docs/vrampool.md's option table, and in the README.
+short_options_documented() {
+	local letters x long bad=0 usage
+	letters=$(grep -o 'getopt_long(argc, argv, "[^"]*"' "$ROOT/analysis/run.c" | sed 's/.*"\(.*\)"/\1/' | tr -d '+:h')
+	usage=$("$V" help run)
+	echo "short options of run: $letters"
+	[ -n "$letters" ] || return 1
+	for x in $(grep -o . <<<"$letters"); do
+		long=$(grep -o "{ \"[a-z-]*\", [a-z_]*, NULL, '$x' }" "$ROOT/analysis/run.c" | sed 's/{ "\([a-z-]*\)".*/\1/')
+		echo "-$x: --$long"
+		grep -q -- "-$x, --$long" <<<"$usage" || { echo "usage lacks -$x, --$long"; bad=1; }
+		grep -q -- "\`-$x[ \`].*\`--$long" "$ROOT/docs/vrampool.md" || { echo "docs/vrampool.md lacks -$x"; bad=1; }
+		grep -q -- "\`-$x\`" "$ROOT/README.md" || { echo "README.md lacks -$x"; bad=1; }
+	done
+	[ "$bad" -eq 0 ]
+}
+check "run's short options are in its usage, the manual and the README" short_options_documented
+

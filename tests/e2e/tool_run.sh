@@ -150,7 +150,7 @@ check "a command that does not exist gives 127 and a message" \
 check "a program without CUDA runs, and the report says no stats were written" \
 	expect 0 'wrote no stats.*|vrampool inspect' "$V" run -- true
 check "no command is a usage error" expect 2 'no command given' "$V" run --layout 3072
-check "an unknown option is a usage error" expect 2 'usage: vrampool run' "$V" run --frob -- true
+check "an unknown option is a usage error" expect 2 "^vrampool run: unknown option '--frob'" "$V" run --frob -- true
 
 # ---- --ab ------------------------------------------------------------------------
 check "--ab runs off then on and prints the comparison with a verdict" \
