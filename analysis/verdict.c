@@ -25,7 +25,7 @@ static const char *format_seconds(double s, char *buf, size_t size)
 	else if (s < 1e-3)
 		snprintf(buf, size, "%.1f us", s * 1e6);
 	else if (s < 1.0)
-		snprintf(buf, size, "%.2f ms", s * 1e3);
+		snprintf(buf, size, "%.1f ms", s * 1e3);
 	else
 		snprintf(buf, size, "%.2f s", s);
 	return buf;
