@@ -382,16 +382,8 @@ static int report_pairs(struct dump *d, int n, struct dump *off, struct dump *on
 		return 0;
 	for (i = 0, k = 0, j = pairs; i < n; i++)
 		sorted[dump_is_off(&d[i]) ? k++ : j++] = d[i];
-	for (i = 0; i < pairs; i++) {
-		ratios[i] = verdict_time_ratio(&sorted[i], &sorted[pairs + i]);
-		if (i == 0) {
-			*off = sorted[0];
-			*on = sorted[pairs];
-		} else {
-			dump_add(off, &sorted[i]);
-			dump_add(on, &sorted[pairs + i]);
-		}
-	}
+	for (i = 0; i < pairs; i++)
+		verdict_add_pair(off, on, &sorted[i], &sorted[pairs + i], i, ratios);
 	free(sorted);
 	return pairs;
 }

@@ -541,14 +541,8 @@ static void run_ab_report(struct dump **all, const int *n, const struct run_targ
 		off = strcmp(run_ab_mode(i), "off") == 0 ? i : i + 1;
 		run_sum(&sum[2], all[off], n[off], &t[off], o);
 		run_sum(&sum[3], all[off ^ 1], n[off ^ 1], &t[off ^ 1], o);
-		ratios[pairs] = verdict_time_ratio(&sum[2], &sum[3]);
-		if (pairs++ == 0) {
-			sum[0] = sum[2];
-			sum[1] = sum[3];
-		} else {
-			dump_add(&sum[0], &sum[2]);
-			dump_add(&sum[1], &sum[3]);
-		}
+		verdict_add_pair(&sum[0], &sum[1], &sum[2], &sum[3], pairs, ratios);
+		pairs++;
 	}
 	if (pairs)
 		verdict_print_ab(stderr, &sum[0], &sum[1], ratios, pairs);

@@ -64,6 +64,28 @@ static bool within_band(double r, double band)
 	return (r >= 1 ? r : 1 / r) <= 1 + band + 1e-9;
 }
 
+/* Adds run X, the K-th, into SUM: dump_add, with the mean of the runs' wall times. */
+static void verdict_add_run(struct dump *sum, const struct dump *x, int k)
+{
+	double elapsed = sum->elapsed_s, wall = sum->wall_s;
+
+	if (k == 0) {
+		*sum = *x;
+		return;
+	}
+	dump_add(sum, x);
+	sum->elapsed_s = (elapsed * k + x->elapsed_s) / (k + 1);
+	sum->wall_s = (wall * k + x->wall_s) / (k + 1);
+}
+
+void verdict_add_pair(struct dump *sum_off, struct dump *sum_on, const struct dump *off,
+		      const struct dump *on, int k, double *ratios)
+{
+	ratios[k] = verdict_time_ratio(off, on);
+	verdict_add_run(sum_off, off, k);
+	verdict_add_run(sum_on, on, k);
+}
+
 static int compare_doubles(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

@@ -76,6 +76,16 @@ void verdict_figure_of(const struct dump *off, const struct dump *on, struct ver
 double verdict_time_ratio(const struct dump *off, const struct dump *on);
 
 /*
+ * Adds pair K (from 0) of an A/B, OFF and ON, into the sums SUM_OFF and
+ * SUM_ON (dump_add; pair 0 starts them), its off/on time ratio into
+ * RATIOS[K]. The sums' wall times are the mean of the runs' (a sum of
+ * processes keeps the longest; a sum of runs one after the other is no
+ * longer than its typical run).
+ */
+void verdict_add_pair(struct dump *sum_off, struct dump *sum_on, const struct dump *off,
+		      const struct dump *on, int k, double *ratios);
+
+/*
  * Judges OFF against ON (each a run, or the sum of N runs) with the N
  * pairs' off/on time RATIOS (n >= 1; zeros, unknown, are left out) into V.
  */

@@ -125,6 +125,25 @@ static void test_pairs_band(void)
 	CU_ASSERT_EQUAL(v.time, VERDICT_TIME_SAME);	/* the median 1.10 is within the spread 0.25 */
 }
 
+static void test_pairs_summed(void)
+{
+	struct dump off[2], on[2], soff, son;
+	double r[2];
+
+	pair(&off[0], &on[0]);
+	pair(&off[1], &on[1]);
+	off[1].elapsed_s = 20.0;
+	on[1].elapsed_s = 16.0;
+	verdict_add_pair(&soff, &son, &off[0], &on[0], 0, r);
+	verdict_add_pair(&soff, &son, &off[1], &on[1], 1, r);
+	CU_ASSERT_DOUBLE_EQUAL(r[0], 1.25, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(r[1], 1.25, 1e-9);
+	/* runs one after the other: the mean wall time, not the longest */
+	CU_ASSERT_DOUBLE_EQUAL(soff.elapsed_s, 15.0, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(son.elapsed_s, 12.0, 1e-9);
+	CU_ASSERT_EQUAL(son.requested, 2u << 20);
+}
+
 static void test_dump_reads_pace_and_device(void)
 {
 	char path[] = "/tmp/vrampool-test-verdict.XXXXXX", msg[512];
@@ -169,6 +188,7 @@ static const CU_TestInfo tests[] = {
 	{ "one pair carries a time verdict only beyond 25% either way", test_one_pair_band },
 	{ "N pairs: a spread that straddles 1 or a median within the band is no measurable difference",
 	  test_pairs_band },
+	{ "pairs are summed with each pair's ratio, the runs' wall times averaged", test_pairs_summed },
 	{ "a dump's pace, device, command and dry mode are read, and summed", test_dump_reads_pace_and_device },
 	CU_TEST_INFO_NULL,
 };
