@@ -296,7 +296,7 @@ check "a bad telemetry line is exit 2 with its line number" \
 	"$V" report --plot "$TMP/d.png" --telemetry "$FIX/telemetry_bad.jsonl" "$FIX/v2_on.json"
 REPORT_INPUTS=(notjson.txt truncated.json foreign.json array.json wrongtype.json dump_on.json
 	dump_nolayout.json dump_minimal.json big.json bigreal.json negative.json fraction.json ctrl.json
-	v2_on.json v2_half.json v2_several.json v2_norepeat.json v2_smallbudget.json v2_dry.json)
+	v2_on.json v2_half.json v2_several.json v2_norepeat.json v2_smallbudget.json v2_dry.json pace_on.json)
 memcheck() {
 	local f rc
 	for f in "${REPORT_INPUTS[@]}"; do
@@ -305,6 +305,11 @@ memcheck() {
 		if [ "$rc" -gt 2 ]; then echo "$f: exit $rc"; return 1; fi
 	done
 	"$@" "$V" report "$FIX"/rank*.json "$FIX/v2_off.json" >/dev/null 2>&1 || return 1
+	"$@" "$V" report --json "$FIX/pace_off.json" "$FIX/pace_on.json" "$FIX/v2_off.json" "$FIX/v2_on.json" \
+		>/dev/null 2>&1 || return 1
+	"$@" "$V" report --json "$FIX/v2_dry.json" "$FIX/v2_on.json" >/dev/null 2>&1 || return 1
+	"$@" "$V" report --json "$FIX"/rank*.json >/dev/null 2>&1 || return 1
+	"$@" "$V" report "$FIX/v2_dry.json" "$FIX/v2_on.json" >/dev/null 2>&1 || return 1
 	"$@" "$V" report --plot "$TMP/m.svg" --telemetry "$FIX/telemetry_b.jsonl" "$FIX/v2_on.json" "$FIX/v2_half.json" \
 		>/dev/null 2>&1
 }
