@@ -194,7 +194,7 @@ static bool run_foreign_file(const char *path)
 /*
  * Checks that the library will be able to write VAR's file PATTERN: its
  * directory exists and is writable, what is at the path, if anything, is
- * a regular file (or a FIFO or a device behind a link), one can be written
+ * a regular file, a FIFO or a device (written in place), one can be written
  * there, and with FOREIGN, a regular file there is a vrampool dump (or
  * empty). Returns 0, or -EINVAL after one line on stderr.
  */
@@ -225,8 +225,9 @@ static int run_check_path(const char *var, const char *pattern, const char *flag
 		snprintf(why, sizeof(why), "cannot write in %s: %s", esc(dir), strerror(errno));
 	else if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		snprintf(why, sizeof(why), "%s is a directory", esc(path));
-	else if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
-		snprintf(why, sizeof(why), "%s is not a regular file", esc(path));
+	else if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode) &&
+		 !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
+		snprintf(why, sizeof(why), "%s is not a regular file, a FIFO or a device", esc(path));
 	else if (foreign && run_foreign_file(path))
 		snprintf(why, sizeof(why), "%s exists and is not a vrampool dump: not overwriting it (--force overwrites it)",
 			 esc(path));

@@ -188,6 +188,7 @@ static void run_name(struct dump *d, const struct run_target *t, const struct ru
 void run_no_dump(const struct run_options *o, const struct run_target *t, const char *what)
 {
 	char why[1024], path[PATH_MAX];
+	struct stat st;
 	int v;
 
 	if (t->status > 128 && t->status < 128 + 65)
@@ -196,6 +197,10 @@ void run_no_dump(const struct run_options *o, const struct run_target *t, const 
 	else if (t->status)
 		fprintf(stderr, "vrampool run: %s%s exited with status %d before its first CUDA call: no stats were written (the failure is the program's own; its output says why)\n",
 			esc(o->cmd[0]), what, t->status);
+	else if (!t->tmpdir[0] && run_expand(t->pattern, (long)t->pid, path, sizeof(path)) == 0 &&
+		 stat(path, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)))
+		fprintf(stderr, "vrampool run: the stats of %s%s went to %s, a FIFO or a device, written in place: there is no file to report from\n",
+			esc(o->cmd[0]), what, esc(path));
 	else if (!t->tmpdir[0] && run_expand(t->pattern, (long)t->pid, path, sizeof(path)) == 0 &&
 		 run_path_writable(path, why, sizeof(why)) != 0)
 		fprintf(stderr, "vrampool run: %s%s wrote no stats: the library could not write %s (%s)\n",

@@ -407,6 +407,8 @@ refuse() {
 check "--stats refuses a regular file that is not a dump unless --force; a dump or an empty file is overwritten" refuse
 check "--stats /proc/s.json is refused before the launch with why, never blamed on CUDA" \
 	bash -c "out=\$('$V' run --stats /proc/s.json -- ./copier 2 4096 0 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 2 ] && grep -q 'cannot create /proc/s.json' <<<\"\$out\" && ! grep -q 'saw no CUDA call' <<<\"\$out\""
+check "--stats /dev/null is written in place, as the library does, and said to leave nothing to report" \
+	bash -c "out=\$('$V' run --stats /dev/null -- ./copier 2 4096 0 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 0 ] && grep -q 'went to /dev/null, a FIFO or a device, written in place' <<<\"\$out\" && ! grep -q 'saw no CUDA call' <<<\"\$out\""
 repeat() {
 	local out
 	out=$("$V" run --ab --repeat 2 --layout 3072 --stats "$TMP/rep.json" -- "$TRAINER" "${T[@]}" 2>&1) || return 1
