@@ -171,7 +171,6 @@ static int run_default_pattern(struct run_target *t, const struct run_options *o
 	}
 	snprintf(base, sizeof(base), "%s/vrampool.%s.%%p%s.json", strcmp(cwd, "/") ? cwd : "", prog, rank);
 	insert_suffix(base, suffix, t->pattern, sizeof(t->pattern));
-	t->kept = true;
 	return 0;
 }
 
@@ -393,7 +392,6 @@ static int run_parse(struct run_options *o, int argc, char **argv)
 
 	memset(o, 0, sizeof(*o));
 	o->kill_after = RUN_KILL_AFTER_S;
-	o->repeat = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+l:b:s:ovah", options, NULL)) != -1) {
 		switch (c) {
@@ -638,8 +636,7 @@ int run_main(int argc, char **argv)
 			run_no_dump(&o, &t[i], o.ab ? (strcmp(mode, "on") ? " (pool off)" : " (pool on)") : "");
 			if (o.ab && i == 0) {
 				fprintf(stderr, "vrampool run: not running it again with the pool on: the comparison needs a run that reaches CUDA\n");
-				runs = 1;
-				break;
+				goto out_release;
 			}
 		}
 	}

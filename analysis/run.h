@@ -64,7 +64,6 @@ struct run_target {
 	char pattern[PATH_MAX];		/* VRAMPOOL_STATS for the child */
 	char telemetry[PATH_MAX];	/* VRAMPOOL_TELEMETRY for the child, or "" */
 	char tmpdir[PATH_MAX];		/* our own directory, removed after, or "" */
-	bool kept;			/* the default dump, kept in the current directory */
 	struct run_seen *seen;		/* the dumps the pattern matched before the run */
 	int nseen;
 	time_t start;
