@@ -274,7 +274,8 @@ FUZZ_SRC_config    := shim/core/config.c shim/core/layout.c shim/core/size.c shi
 FUZZ_SRC_layout    := shim/core/layout.c shim/core/size.c
 FUZZ_SRC_size      := shim/core/size.c
 FUZZ_SRC_escape    := analysis/text.c
-FUZZ_SRC_dump      := analysis/dump.c analysis/load.c analysis/telemetry.c analysis/report.c analysis/text.c analysis/options.c
+FUZZ_SRC_dump      := analysis/dump.c analysis/load.c analysis/telemetry.c analysis/report.c analysis/text.c \
+                      analysis/diagnose.c analysis/verdict.c analysis/report_json.c analysis/options.c
 FUZZ_SRC_telemetry := analysis/telemetry.c analysis/load.c analysis/text.c
 FUZZ_SRC_elf       := analysis/elf_facts.c
 FUZZ_LIBS_dump      := -ljansson -lm

@@ -159,6 +159,57 @@ static int dump_parse_whatif(struct load_error *e, struct dump *d, json_t *w)
 	return 0;
 }
 
+/*
+ * Reads the keys of dump format 2 (issue 19): "format", "version",
+ * "command", "device" and "pace". All optional: an older dump has none.
+ */
+static int dump_parse_v2(struct load_error *e, struct dump *d, json_t *root)
+{
+	json_t *pace, *steady, *dev, *cmd, *word;
+	bool has_npc = false;
+	double npc = 0;
+	size_t i, o = 0;
+	int err = 0;
+
+	pace = load_section(e, root, "pace", &err);
+	dev = load_section(e, root, "device", &err);
+	if (err)
+		return err;
+	steady = pace ? load_section(e, pace, "steady", &err) : NULL;
+	if (err ||
+	    (err = load_u64(e, root, NULL, "format", &d->format)) ||
+	    (err = load_string(e, root, NULL, "version", d->version, sizeof(d->version), false)) ||
+	    (err = load_string(e, dev, "device", "name", d->device_name, sizeof(d->device_name), false)) ||
+	    (err = load_u64(e, dev, "device", "ordinal", &d->device_ordinal)) ||
+	    (err = load_u64(e, pace, "pace", "window_copies", &d->pace_window)) ||
+	    (err = load_u64(e, pace, "pace", "copies", &d->pace_copies)) ||
+	    (err = load_u64(e, pace, "pace", "bytes", &d->pace_bytes)) ||
+	    (err = load_u64(e, pace, "pace", "ns", &d->pace_ns)) ||
+	    (err = load_u64(e, steady, "pace.steady", "copies", &d->steady_copies)) ||
+	    (err = load_u64(e, steady, "pace.steady", "ns", &d->steady_ns)) ||
+	    (err = load_seconds(e, steady, "pace.steady", "ns_per_copy", &npc, &has_npc)))
+		return err;
+	d->has_device = dev != NULL;
+	d->has_pace = pace != NULL;
+	d->has_steady = steady && (d->steady_copies || has_npc);
+	d->steady_ns_per_copy = d->steady_copies ? (double)d->steady_ns / (double)d->steady_copies : npc;
+	cmd = json_object_get(root, "command");
+	if (!cmd || json_is_null(cmd))
+		return 0;
+	if (!json_is_array(cmd))
+		return load_type_error(e, NULL, "command", "a list of strings");
+	json_array_foreach(cmd, i, word) {
+		if (!json_is_string(word))
+			return load_type_error(e, NULL, "command", "a list of strings");
+		if (o + 1 < sizeof(d->command))
+			o += (size_t)snprintf(d->command + o, sizeof(d->command) - o, "%s%s",
+					      i ? " " : "", json_string_value(word));
+		if (o >= sizeof(d->command))
+			o = sizeof(d->command) - 1;
+	}
+	return 0;
+}
+
 /* Reads the dump in ROOT into D. */
 static int dump_parse(struct dump *d, json_t *root, struct load_error *e)
 {
@@ -244,7 +295,8 @@ static int dump_parse(struct dump *d, json_t *root, struct load_error *e)
 	    (err = load_u64(e, allocs, "allocs", "calls", &d->alloc_calls)) ||
 	    (err = dump_parse_whatif(e, d, whatif)) ||
 	    (err = dump_parse_sizes(e, d, root)) ||
-	    (err = dump_parse_ledger(e, d, root)))
+	    (err = dump_parse_ledger(e, d, root)) ||
+	    (err = dump_parse_v2(e, d, root)))
 		return err;
 	if (pid > (uint64_t)INT64_MAX)
 		return load_value_error(e, NULL, "pid", "too large", "not a process id");
@@ -313,7 +365,14 @@ void dump_add(struct dump *d, const struct dump *s)
 	ADD(fingerprint_ns); ADD(shim_ns); ADD(alloc_calls);
 	ADD(unique_bytes); ADD(repeat_bytes); ADD(tracked_rows);
 	ADD(stood_aside_calls); ADD(stand_asides); ADD(resumes); ADD(shim_cpu_ns);
+	ADD(pace_copies); ADD(pace_bytes); ADD(pace_ns); ADD(steady_copies); ADD(steady_ns);
 #undef ADD
+	/* The pace of a sum: every process's, or none (one without would skew it). */
+	d->has_pace = d->has_pace && s->has_pace;
+	d->has_steady = d->has_steady && s->has_steady && d->steady_copies;
+	d->steady_ns_per_copy = d->steady_copies ? (double)d->steady_ns / (double)d->steady_copies : 0;
+	if (!dump_same_device(d, s))
+		d->has_device = false;
 	/* The processes' ledgers: the first process's verdict per spec, the counts summed. */
 	for (i = 0; i < s->nspecs; i++) {
 		for (j = 0; j < d->nspecs && d->specs[j].index != s->specs[i].index; j++)
@@ -352,6 +411,17 @@ void dump_add(struct dump *d, const struct dump *s)
 			d->sizes[d->nsizes++] = s->sizes[i];
 		}
 	}
+}
+
+bool dump_is_dry(const struct dump *d)
+{
+	return strcmp(d->mode, "dry") == 0;
+}
+
+bool dump_same_device(const struct dump *a, const struct dump *b)
+{
+	return a->has_device && b->has_device && strcmp(a->host, b->host) == 0 &&
+	       strcmp(a->device_name, b->device_name) == 0 && a->device_ordinal == b->device_ordinal;
 }
 
 bool dump_is_off(const struct dump *d)

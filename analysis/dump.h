@@ -87,6 +87,22 @@ struct dump {
 		uint64_t aside_copies, stand_asides, resumes;
 	} specs[DUMP_SPECS_MAX];
 	int nspecs;
+	/* Format 2 (issue 19): absent from older dumps ("", false, zeros). */
+	uint64_t format;	/* "format": 0 in a format-1 dump */
+	char version[32];	/* the tool version that wrote it */
+	char command[512];	/* "command", its words joined by spaces */
+	bool has_device;	/* "device": the GPU the probe read */
+	char device_name[128];
+	uint64_t device_ordinal;
+	/*
+	 * "pace": the program's host-to-device copies in windows, and the
+	 * steady state (the windows from the middle on). A sum of dumps sums
+	 * copies and nanoseconds, so its time per copy is the mean over them.
+	 */
+	bool has_pace, has_steady;
+	uint64_t pace_window, pace_copies, pace_bytes, pace_ns;
+	uint64_t steady_copies, steady_ns;
+	double steady_ns_per_copy;	/* steady_ns / steady_copies (or the dump's own figure) */
 };
 
 /*
@@ -100,6 +116,15 @@ int dump_load(struct dump *d, const char *path, char *err, size_t err_size);
 
 /* Adds the counters of SRC into D (a multi-process run), keeping D's names. */
 void dump_add(struct dump *d, const struct dump *src);
+
+/* Whether D is a dry run (mode "dry"): a prediction, not a run with a pool. */
+bool dump_is_dry(const struct dump *d);
+
+/*
+ * Whether A and B were written on the same device: the same host and the
+ * same "device" (name and ordinal). False when either does not say.
+ */
+bool dump_same_device(const struct dump *a, const struct dump *b);
 
 /* Whether D is a pass-through run (mode "off"; old dumps: enabled false). */
 bool dump_is_off(const struct dump *d);

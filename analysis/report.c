@@ -19,137 +19,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diagnose.h"
 #include "options.h"
 #include "plot.h"
+#include "report_json.h"
+#include "verdict.h"
 #include "vrampool.h"
 
 #define REPORT_MAX_DUMPS 4096
 #define CURVE_ROWS 12		/* rows of the what-if table at most (plus marks) */
-#define SERVED_LITTLE 10	/* percent of requested under which a reason is sought */
-
-/* Returns A/B as a percentage, or -1 when B is 0. */
-static double percent(uint64_t a, uint64_t b)
-{
-	return b ? 100.0 * (double)a / (double)b : -1.0;
-}
-
-/* Bytes that matched the layout, as the what-if figures count them. */
-static uint64_t matched_bytes(const struct dump *d)
-{
-	return d->unique_bytes + d->repeat_bytes;
-}
-
-/* The row size of a layout made of one plain byte count ("3072"), or 0. */
-static uint64_t single_row(const char *layout)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!layout[0] || layout[0] < '0' || layout[0] > '9')
-		return 0;
-	v = strtoull(layout, &end, 10);
-	return *end == '\0' ? v : 0;
-}
-
-/*
- * Whether the pool of D served little: less than half of what a pool
- * holding the whole unique set would have served (the what-if curve's last
- * point), or without a curve less than SERVED_LITTLE percent of the bytes
- * requested.
- */
-static bool served_little(const struct dump *d)
-{
-	uint64_t potential;
-
-	if (d->npoints) {
-		potential = d->curve_served[d->npoints - 1];
-		return potential ? d->served < potential / 2 : d->matched_calls > 0;
-	}
-	return d->served * 100 < SERVED_LITTLE * d->requested;
-}
-
-bool report_likely_reason(const struct dump *d, char *buf, size_t size)
-{
-	char b1[32], b2[32], b3[32];
-	uint64_t row, full, served_full, m;
-	bool never_hit;
-
-	buf[0] = '\0';
-	if (!d->h2d_calls)
-		return false;
-	if (!d->layout[0]) {
-		snprintf(buf, size, "no layout was given (VRAMPOOL_LAYOUT): try --layout auto%s",
-			 d->evidence[0] ? ", or what the evidence above suggests" : "");
-		return true;
-	}
-	if (!d->matched_calls) {
-		snprintf(buf, size, "no copy matched the layout %s%s", esc(d->layout),
-			 d->nsizes ? " (see the copy sizes)" : "");
-		return true;
-	}
-	for (int i = 0; i < d->nspecs; i++)
-		if (d->specs[i].aside) {
-			snprintf(buf, size, "pooling did not pay, so the cost ledger stood aside: %s",
-				 esc(d->specs[i].reason));
-			return true;
-		}
-	m = matched_bytes(d);
-	never_hit = d->has_whatif && d->rows_captured && !d->hits && !d->repeat_bytes;
-	if (never_hit && d->rows_seen && d->rows_seen <= d->matched_calls) {
-		row = single_row(d->layout);
-		snprintf(buf, size,
-			 "the layout is probably several samples: each matched copy was a single row%s%s and none ever repeated; try --layout auto, or the size of one sample",
-			 row ? " of " : "", row ? tool_format_bytes(row, b1, sizeof(b1)) : "");
-		return true;
-	}
-	if (d->pool_stood_down || d->stand_downs) {
-		snprintf(buf, size,
-			 "rows never repeat (the pool stood down%s%s): host-side random augmentation makes every epoch unique, and then nothing can be served",
-			 d->reason[0] ? ": " : "", d->reason[0] ? esc(d->reason) : "");
-		return true;
-	}
-	if (never_hit) {
-		snprintf(buf, size,
-			 "rows never repeat: %" PRIu64 " rows captured, none seen again; either the layout spans several samples (try --layout auto) or every epoch's content is new (random augmentation on the host makes it so)",
-			 d->rows_captured);
-		return true;
-	}
-	if (d->has_whatif && m && d->repeat_bytes * 100 < m) {
-		snprintf(buf, size,
-			 "rows never repeat (%.1f%% of the matched bytes were repeats): host-side random augmentation makes every epoch unique, and then nothing can be served",
-			 percent(d->repeat_bytes, m));
-		return true;
-	}
-	if (d->has_whatif && d->budget && d->unique_bytes > 4 * d->budget) {
-		full = d->unique_bytes;
-		served_full = d->npoints ? dump_whatif_served_at(d, full) : d->repeat_bytes;
-		snprintf(buf, size,
-			 "the budget (%s) is far below the unique working set (%s): a budget of %s would have served %.0f%% of the matched bytes, this one %.0f%%",
-			 tool_format_bytes(d->budget, b1, sizeof(b1)),
-			 tool_format_bytes(d->unique_bytes, b2, sizeof(b2)),
-			 tool_format_bytes(full, b3, sizeof(b3)),
-			 percent(served_full, m),
-			 percent(d->npoints ? dump_whatif_served_at(d, d->budget) : d->served, m));
-		return true;
-	}
-	if (d->reason[0]) {
-		snprintf(buf, size, "the pool was %s: %s", d->state[0] ? esc(d->state) : "off",
-			 esc(d->reason));
-		return true;
-	}
-	if (d->has_probe && !d->probe_decided) {
-		snprintf(buf, size, "the budget was never decided (the probe did not run)");
-		return true;
-	}
-	return false;
-}
 
 /* Prints the what-if curve of D as a small table. */
 static void report_print_curve(FILE *out, const struct dump *d)
 {
 	char b1[32], b2[32], b3[32], share[16];
 	int i, shown = 0, step;
-	uint64_t m = matched_bytes(d);
+	uint64_t m = diagnose_matched_bytes(d);
 	bool marked = false;
 
 	if (!d->has_whatif)
@@ -168,7 +53,7 @@ static void report_print_curve(FILE *out, const struct dump *d)
 		if (!(i % step == 0 || i == d->npoints - 1 || mark))
 			continue;
 		if (m)
-			snprintf(share, sizeof(share), "%5.1f%%", percent(d->curve_served[i], m));
+			snprintf(share, sizeof(share), "%5.1f%%", diagnose_percent(d->curve_served[i], m));
 		else
 			snprintf(share, sizeof(share), "%6s", "-");
 		fprintf(out, "    %12s %12s  %s%s\n",
@@ -213,36 +98,28 @@ static void report_print_title(FILE *out, const struct dump *d)
 	fprintf(out, "\n");
 }
 
-/* The cost ledger's verdicts (issue 16): one line per spec that stood aside at some point. */
-static void report_print_ledger(FILE *out, const struct dump *d)
-{
-	const char *label = "ledger";
-
-	for (int i = 0; i < d->nspecs; i++) {
-		const struct dump_spec *s = &d->specs[i];
-
-		if (!s->aside && !s->stand_asides)
-			continue;
-		fprintf(out, "  %-18s %s (stood aside %" PRIu64 "x, resumed %" PRIu64 "x; %" PRIu64
-			" copies straight through)\n", label, esc(s->reason), s->stand_asides, s->resumes,
-			s->aside_copies);
-		label = "";
-	}
-}
-
 void report_print_one(FILE *out, const struct dump *d)
 {
 	char b1[32], b2[32], b3[32], b4[32], why[1024];
 	bool dry = strcmp(dump_mode(d), "dry") == 0;
+	bool auto_none = strcmp(d->layout_source, "auto") == 0 && strcmp(d->layout, "auto") == 0;
 	int i;
 
 	report_print_title(out, d);
+	if (d->command[0])
+		fprintf(out, "  %-18s %s\n", "command", esc(d->command));
+	if (d->has_device)
+		fprintf(out, "  %-18s %s (device %" PRIu64 ")%s%s\n", "device", esc(d->device_name),
+			d->device_ordinal, d->version[0] ? ", vrampool " : "", d->version[0] ? esc(d->version) : "");
 	if (dry)
 		fprintf(out, "  %-18s dry (fingerprinting only: no pool, no device work of its own)", "mode");
 	else
 		fprintf(out, "  %-18s %s", "mode",
 			dump_is_off(d) ? "off (pass-through, counting only)" : "on");
-	if (d->layout[0])
+	if (auto_none)
+		fprintf(out, ", layout auto: no row size found%s%s\n", d->evidence[0] ? " (" : "",
+			d->evidence[0] ? "see the evidence)" : " (it was still looking when the dump was written)");
+	else if (d->layout[0])
 		fprintf(out, ", layout %s%s\n", esc(d->layout),
 			strcmp(d->layout_source, "auto") == 0 ? " (found automatically)" : "");
 	else
@@ -271,12 +148,12 @@ void report_print_one(FILE *out, const struct dump *d)
 	fprintf(out, "  %-18s %s\n", "bytes over PCIe", tool_format_bytes(d->h2d, b1, sizeof(b1)));
 	fprintf(out, "  %-18s %s", "served from pool", tool_format_bytes(d->served, b1, sizeof(b1)));
 	if (d->requested)
-		fprintf(out, " (%.1f%% of requested: bytes saved)", percent(d->served, d->requested));
+		fprintf(out, " (%.1f%% of requested: bytes saved)", diagnose_percent(d->served, d->requested));
 	fprintf(out, "\n");
 	if (d->has_rows) {
 		fprintf(out, "  %-18s %" PRIu64 " seen, %" PRIu64 " hits", "rows", d->rows_seen, d->hits);
 		if (d->rows_seen)
-			fprintf(out, " (%.1f%% hit rate)", percent(d->hits, d->rows_seen));
+			fprintf(out, " (%.1f%% hit rate)", diagnose_percent(d->hits, d->rows_seen));
 		fprintf(out, ", %" PRIu64 " misses, %" PRIu64 " captured, %" PRIu64 " pooled\n",
 			d->misses, d->rows_captured, d->pooled);
 	}
@@ -315,131 +192,27 @@ void report_print_one(FILE *out, const struct dump *d)
 	}
 	fprintf(out, "  %-18s fingerprint %.3f s, shim total %.3f s (CPU %.3f s)\n", "time",
 		(double)d->fingerprint_ns / 1e9, (double)d->shim_ns / 1e9, (double)d->shim_cpu_ns / 1e9);
-	report_print_ledger(out, d);
+	if (d->has_steady)
+		fprintf(out, "  %-18s %s %.1f us over the last %" PRIu64 " of %" PRIu64 " copies (%s in all)\n",
+			"pace", verdict_figure_name(true), d->steady_ns_per_copy / 1e3, d->steady_copies,
+			d->pace_copies, tool_format_bytes(d->pace_bytes, b1, sizeof(b1)));
+	diagnose_print_ledger(out, d);
 	report_print_curve(out, d);
 	if (!d->h2d_calls) {
 		fprintf(out, "note: no host-to-device copy was seen; if the program made some, run `vrampool inspect` on it.\n");
-	} else if (!d->layout[0] && d->nsizes) {
-		fprintf(out, "note: no layout; the copy sizes with the most bytes were:\n");
+	} else if ((!d->layout[0] || auto_none) && d->nsizes) {
+		fprintf(out, "note: %s; the copy sizes with the most bytes were:\n",
+			auto_none ? "--layout auto found no row size" : "no layout");
 		for (i = 0; i < d->nsizes; i++)
 			fprintf(out, "    %" PRIu64 " bytes x %" PRIu64 " calls (%s)\n",
 				d->sizes[i].bytes, d->sizes[i].calls,
 				tool_format_bytes(d->sizes[i].total, b1, sizeof(b1)));
-		fprintf(out, "  try `--layout auto`, or `--layout %" PRIu64 "` (VRAMPOOL_LAYOUT=%" PRIu64 ") if one sample is one such row.\n",
-			d->sizes[0].bytes, d->sizes[0].bytes);
-	} else if (!dry && dump_is_on(d) && served_little(d) &&
+		fprintf(out, "  try %s`--layout %" PRIu64 "` (VRAMPOOL_LAYOUT=%" PRIu64 ") if one sample is one such row.\n",
+			auto_none ? "" : "`--layout auto`, or ", d->sizes[0].bytes, d->sizes[0].bytes);
+	} else if (!dry && dump_is_on(d) && diagnose_served_little(d) &&
 		   report_likely_reason(d, why, sizeof(why))) {
 		fprintf(out, "note: the pool served little; likely reason: %s.\n", why);
 	}
-}
-
-/* Prints one row of the comparison: two byte counts and their ratio. */
-static void ab_bytes(FILE *out, const char *label, uint64_t a, uint64_t b, bool ratio)
-{
-	char b1[32], b2[32], r[32] = "";
-
-	if (ratio && a)
-		snprintf(r, sizeof(r), "%.2f", (double)b / (double)a);
-	fprintf(out, "  %-22s %14s %14s", label, tool_format_bytes(a, b1, sizeof(b1)),
-		tool_format_bytes(b, b2, sizeof(b2)));
-	fprintf(out, r[0] ? " %8s\n" : "\n", r);
-}
-
-/* Prints one row of the comparison: two counts. */
-static void ab_count(FILE *out, const char *label, uint64_t a, uint64_t b)
-{
-	char s1[32], s2[32];
-
-	snprintf(s1, sizeof(s1), "%" PRIu64, a);
-	snprintf(s2, sizeof(s2), "%" PRIu64, b);
-	fprintf(out, "  %-22s %14s %14s\n", label, s1, s2);
-}
-
-/* Prints the time row of the comparison: wall time of each run, else the dumps' elapsed. */
-static void ab_time(FILE *out, const struct dump *off, const struct dump *on)
-{
-	char s1[32], s2[32], r[32] = "";
-	double a, b;
-	const char *label;
-
-	if (off->wall_s > 0 && on->wall_s > 0) {
-		a = off->wall_s;
-		b = on->wall_s;
-		label = "wall time";
-	} else if (off->has_elapsed && on->has_elapsed) {
-		a = off->elapsed_s;
-		b = on->elapsed_s;
-		label = "elapsed (CUDA in use)";
-	} else {
-		return;
-	}
-	snprintf(s1, sizeof(s1), "%.2f s", a);
-	snprintf(s2, sizeof(s2), "%.2f s", b);
-	if (a > 0)
-		snprintf(r, sizeof(r), "%.2f", b / a);
-	fprintf(out, "  %-22s %14s %14s", label, s1, s2);
-	fprintf(out, r[0] ? " %8s\n" : "\n", r);
-}
-
-void report_print_ab(FILE *out, const struct dump *off, const struct dump *on)
-{
-	char s1[32], s2[32], b1[32], b2[32], why[1024];
-	double a, b;
-	bool little;
-
-	if (strcmp(off->path, on->path) == 0)
-		fprintf(out, "vrampool report: %s, pool off, then on\n", esc(on->path));
-	else
-		fprintf(out, "vrampool report: off %s\n                 on  %s\n", esc(off->path),
-			esc(on->path));
-	fprintf(out, "  %-22s %14s %14s %8s\n", "", "off", "on", "on/off");
-	ab_count(out, "host-to-device calls", off->h2d_calls, on->h2d_calls);
-	ab_count(out, "matched the layout", off->matched_calls, on->matched_calls);
-	ab_bytes(out, "bytes requested", off->requested, on->requested, true);
-	ab_bytes(out, "bytes over PCIe", off->h2d, on->h2d, true);
-	ab_bytes(out, "served from pool", off->served, on->served, false);
-	snprintf(s1, sizeof(s1), "-");
-	if (off->rows_seen)
-		snprintf(s1, sizeof(s1), "%.1f%%", percent(off->hits, off->rows_seen));
-	snprintf(s2, sizeof(s2), "-");
-	if (on->rows_seen)
-		snprintf(s2, sizeof(s2), "%.1f%%", percent(on->hits, on->rows_seen));
-	fprintf(out, "  %-22s %14s %14s\n", "row hit rate", s1, s2);
-	ab_bytes(out, "pool size", off->pool_bytes, on->pool_bytes, false);
-	ab_count(out, "evictions", off->evictions, on->evictions);
-	snprintf(s1, sizeof(s1), "%.3f s", (double)off->shim_ns / 1e9);
-	snprintf(s2, sizeof(s2), "%.3f s", (double)on->shim_ns / 1e9);
-	fprintf(out, "  %-22s %14s %14s\n", "shim time", s1, s2);
-	ab_time(out, off, on);
-	if (on->processes > 1 || off->processes > 1)
-		fprintf(out, "  (processes summed: off %d, on %d)\n", off->processes, on->processes);
-	report_print_ledger(out, on);
-
-	a = (double)off->requested;
-	b = (double)on->requested;
-	little = served_little(on);
-	if (!off->h2d_calls && !on->h2d_calls) {
-		fprintf(out, "verdict: no host-to-device copy was seen in either run; run `vrampool inspect` on the program.\n");
-		return;
-	} else if (a <= 0 || b <= 0 || (a > b ? a - b : b - a) > 0.01 * (a > b ? a : b)) {
-		fprintf(out, "verdict: not comparable: the runs asked for different amounts (%s off, %s on).\n",
-			tool_format_bytes(off->requested, b1, sizeof(b1)),
-			tool_format_bytes(on->requested, b2, sizeof(b2)));
-		return;
-	} else if (on->h2d >= off->h2d) {
-		fprintf(out, "verdict: no saving: the pool served nothing%s.\n",
-			on->layout[0] ? (on->matched_calls ? "" : " (no copy matched the layout)") :
-			" (no layout given: try --layout)");
-	} else {
-		fprintf(out, "verdict: with the pool, %.2fx fewer bytes crossed to the device (%s instead of %s, %.1f%% saved) for the same %s requested.\n",
-			on->h2d ? (double)off->h2d / (double)on->h2d : 0.0,
-			tool_format_bytes(on->h2d, b1, sizeof(b1)),
-			tool_format_bytes(off->h2d, b2, sizeof(b2)),
-			100.0 - percent(on->h2d, off->h2d),
-			tool_format_bytes(on->requested, s1, sizeof(s1)));
-	}
-	if (little && report_likely_reason(on, why, sizeof(why)))
-		fprintf(out, "likely reason the pool served little: %s.\n", why);
 }
 
 /* The rows of the side-by-side table. */
@@ -452,14 +225,14 @@ enum column_row {
 static const char *const column_names[COL_ROWS] = {
 	"", "mode", "layout", "host-to-device calls", "matched the layout", "bytes requested",
 	"bytes over PCIe", "served from pool", "served / requested", "row hit rate",
-	"pool state", "pool size", "budget", "evictions", "elapsed (longest)",
+	"pool state", "pool size", "budget", "evictions", "wall time (longest)",
 };
 
 /* Writes "A/B" as a percentage into CELL, or "-" when B is 0. */
 static void cell_share(char *cell, size_t size, uint64_t a, uint64_t b)
 {
 	if (b)
-		snprintf(cell, size, "%.1f%%", percent(a, b));
+		snprintf(cell, size, "%.1f%%", diagnose_percent(a, b));
 	else
 		snprintf(cell, size, "-");
 }
@@ -471,6 +244,9 @@ static void cell_share(char *cell, size_t size, uint64_t a, uint64_t b)
 static void column_cell(const struct dump *x, enum column_row row, bool total,
 			char *cell, size_t size, int width)
 {
+	/* A total keeps a budget only when its dumps shared one device (dump_same_device). */
+	bool budget_summed = !total || x->has_device;
+
 	char text[256];
 
 	text[0] = '\0';
@@ -512,7 +288,10 @@ static void column_cell(const struct dump *x, enum column_row row, bool total,
 		tool_format_bytes(x->pool_bytes, text, sizeof(text));
 		break;
 	case COL_BUDGET:
-		tool_format_bytes(x->budget, text, sizeof(text));
+		if (budget_summed)
+			tool_format_bytes(x->budget, text, sizeof(text));
+		else
+			snprintf(text, sizeof(text), "-");
 		break;
 	case COL_EVICTIONS:
 		snprintf(text, sizeof(text), "%" PRIu64, x->evictions);
@@ -536,7 +315,7 @@ void report_print_columns(FILE *out, const struct dump *d, int n)
 {
 	struct dump *total = calloc(1, sizeof(*total));
 	char label[256], cell[256];
-	int i, r, width = 12, on = 0;
+	int i, r, width = 12, on = 0, dry = 0, summed = 0;
 
 	if (!total)
 		return;
@@ -546,8 +325,11 @@ void report_print_columns(FILE *out, const struct dump *d, int n)
 		if (len > width)
 			width = len < 24 ? len : 24;
 		on += dump_is_on(&d[i]);
-		if (i == 0)
-			*total = d[0];
+		/* A dry dump is a prediction: never summed with runs. */
+		if (dump_is_dry(&d[i]) && ++dry)
+			continue;
+		if (summed++ == 0)
+			*total = d[i];
 		else
 			dump_add(total, &d[i]);
 	}
@@ -564,6 +346,11 @@ void report_print_columns(FILE *out, const struct dump *d, int n)
 		column_cell(total, (enum column_row)r, true, cell, sizeof(cell), width);
 		fprintf(out, " %*s\n", width, cell);
 	}
+	if (dry && dry < n)
+		fprintf(out, "note: the total leaves out the %d dry run%s: a dry run predicts, it does not run a pool.\n",
+			dry, dry == 1 ? "" : "s");
+	if (summed > 1 && !total->has_device)
+		fprintf(out, "note: the total budget is left out: the runs' budgets are of different devices (or the dumps do not say which).\n");
 	if (on == n)
 		fprintf(out, "note: %s the pool on: each column is what that run's own pool served; a difference between them is not the pool's doing. For the pool's effect, compare with a run with VRAMPOOL=off (`vrampool run --ab`).\n",
 			n == 2 ? "both runs had" : "every run had");
@@ -572,10 +359,64 @@ void report_print_columns(FILE *out, const struct dump *d, int n)
 	free(total);
 }
 
+/*
+ * Sorts the N dumps D into the offs first and the ons after, each in the
+ * order given, when they are n/2 of each (pairs of an A/B, `--repeat`'s
+ * too), and sums each half into OFF and ON with the pairs' time ratios in
+ * RATIOS. Returns the number of pairs, or 0 when D is not such a set.
+ */
+static int report_pairs(struct dump *d, int n, struct dump *off, struct dump *on, double *ratios)
+{
+	int i, k = 0, j = 0, pairs = n / 2;
+	struct dump *sorted;
+
+	if (n < 2 || n % 2 || pairs > VERDICT_PAIRS_MAX)
+		return 0;
+	for (i = 0; i < n; i++)
+		k += dump_is_off(&d[i]);
+	for (i = 0; i < n; i++)
+		j += dump_is_on(&d[i]);
+	if (k != pairs || j != pairs)
+		return 0;
+	sorted = calloc((size_t)n, sizeof(*sorted));
+	if (!sorted)
+		return 0;
+	for (i = 0, k = 0, j = pairs; i < n; i++)
+		sorted[dump_is_off(&d[i]) ? k++ : j++] = d[i];
+	for (i = 0; i < pairs; i++)
+		verdict_add_pair(off, on, &sorted[i], &sorted[pairs + i], i, ratios);
+	free(sorted);
+	return pairs;
+}
+
+/* Prints the report of the N dumps D, as text or JSON: the kind the set calls for. */
+static int report_dispatch(struct dump *d, int n, bool json)
+{
+	double ratios[VERDICT_PAIRS_MAX];
+	struct dump *sum = calloc(2, sizeof(*sum));
+	int pairs, err = 0;
+
+	if (!sum)
+		return -ENOMEM;
+	pairs = report_pairs(d, n, &sum[0], &sum[1], ratios);
+	if (n == 1)
+		err = json ? report_json_one(stdout, &d[0]) : (report_print_one(stdout, &d[0]), 0);
+	else if (pairs)
+		err = json ? report_json_ab(stdout, &sum[0], &sum[1], ratios, pairs) :
+		      (verdict_print_ab(stdout, &sum[0], &sum[1], ratios, pairs), 0);
+	else if (n == 2 && dump_is_dry(&d[0]) != dump_is_dry(&d[1]))
+		err = json ? report_json_prediction(stdout, &d[!dump_is_dry(&d[0])], &d[dump_is_dry(&d[0])]) :
+		      (verdict_print_prediction(stdout, &d[!dump_is_dry(&d[0])], &d[dump_is_dry(&d[0])]), 0);
+	else
+		err = json ? report_json_columns(stdout, d, n) : (report_print_columns(stdout, d, n), 0);
+	free(sum);
+	return err;
+}
+
 void report_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: vrampool report [--plot FILE.png|FILE.svg] [--telemetry FILE] STATS.json...\n"
+		"usage: vrampool report [--json] [--plot FILE.png|FILE.svg] [--telemetry FILE] STATS.json...\n"
 		"\n"
 		"Prints stats dumps of the vrampool library (VRAMPOOL_STATS, or\n"
 		"`vrampool run --stats FILE`); `-` reads one from standard input.\n"
@@ -585,10 +426,15 @@ void report_usage(FILE *out)
 		"                  probe, and the what-if curve (what other budgets would\n"
 		"                  have served) as a small table\n"
 		"  off and on      (mode off, then on, in either order) side by side with\n"
-		"                  the ratio of host-to-device bytes and a verdict\n"
+		"                  off/on ratios (> 1: fewer bytes or less time with the\n"
+		"                  pool) and a verdict on bytes and on time; N offs and N\n"
+		"                  ons (--ab --repeat N) are N pairs: median and spread\n"
+		"  dry and a run   the dry run's prediction against the run's outcome\n"
 		"  any other set   (pool runs, the ranks of one job) one column per dump,\n"
 		"                  labelled by rank, pid or file, and a total\n"
 		"\n"
+		"  --json             print the report as one JSON object (the verdict and\n"
+		"                     the figures; see vrampool(1))\n"
 		"  --plot FILE        draw the what-if curve (share of matched bytes served\n"
 		"                     against budget, the run's budget marked) into FILE,\n"
 		"                     a .png or .svg\n"
@@ -604,6 +450,7 @@ int report_main(int argc, char **argv)
 	static const struct option options[] = {
 		{ "plot", required_argument, NULL, 'p' },
 		{ "telemetry", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -612,6 +459,7 @@ int report_main(int argc, char **argv)
 	struct dump *d = NULL;
 	char msg[1024];
 	int c, i, n, status = TOOL_EXIT_ERROR, stdin_used = 0;
+	bool json = false;
 
 	optind = 1;
 	opterr = 0;	/* one-line errors: tool_option_error (options.h) */
@@ -624,6 +472,9 @@ int report_main(int argc, char **argv)
 			break;
 		case 't':
 			telemetry = optarg;
+			break;
+		case 'j':
+			json = true;
 			break;
 		case 'h':
 			report_usage(stdout);
@@ -671,14 +522,14 @@ int report_main(int argc, char **argv)
 		fprintf(stderr, "vrampool report: %s\n", msg);
 		goto out_free;
 	}
-	if (n == 1)
-		report_print_one(stdout, &d[0]);
-	else if (n == 2 && dump_is_off(&d[0]) && dump_is_on(&d[1]))
-		report_print_ab(stdout, &d[0], &d[1]);
-	else if (n == 2 && dump_is_on(&d[0]) && dump_is_off(&d[1]))
-		report_print_ab(stdout, &d[1], &d[0]);
-	else
-		report_print_columns(stdout, d, n);
+	if (json && plot) {
+		fprintf(stderr, "vrampool report: --json and --plot exclude each other\n");
+		goto out_free;
+	}
+	if (report_dispatch(d, n, json) != 0) {
+		fprintf(stderr, "vrampool report: out of memory\n");
+		goto out_free;
+	}
 	if (plot) {
 		fflush(stdout);
 		if (plot_write(plot, d, n, telemetry ? &tel : NULL, msg, sizeof(msg)) != 0) {

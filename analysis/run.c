@@ -7,15 +7,19 @@
  * to the VRAMPOOL_* variables, runs CMD with fork and execvp, prints the
  * report of the dumps the library wrote, on stderr so that CMD's standard
  * output stays its own, and ends as CMD did (its exit status, or dying of
- * its signal, which a shell shows as 128 + the signal). `--ab` runs CMD
- * twice, off then on, and prints the comparison with the wall time of each
- * run; a signal that stops run 1 ends the A/B there.
+ * its signal, which a shell shows as 128 + the signal). The dumps are kept:
+ * ./vrampool.PROGRAM.PID.json by default, and the command that reads them
+ * again is printed last. `--ab` runs CMD twice, off then on (`--repeat N`:
+ * N pairs, alternating which runs first), and prints the comparison with
+ * its verdict on bytes and time (verdict.h); a signal that stops a run
+ * ends the A/B there.
  *
  * Before it starts anything it checks what the library would only find out
  * later (run_check.c); while CMD runs it passes signals on and bounds the
  * wait (run_wait.c); after each run it collects and reports the dumps
  * (run_dumps.c). run.h is the contract between the four.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -31,6 +35,7 @@
 
 #include "options.h"
 #include "run.h"
+#include "verdict.h"
 #include "vrampool.h"
 
 void run_usage(FILE *out)
@@ -38,17 +43,20 @@ void run_usage(FILE *out)
 	fprintf(out,
 		"usage: vrampool run [--layout SPEC] [--budget B] [--stats FILE] [--off | --dry]\n"
 		"                    [--telemetry FILE] [--interval S] [--verbose] [--ab]\n"
-		"                    [--kill-after S] -- CMD ARGS...\n"
+		"                    [--repeat N] [--force] [--kill-after S] -- CMD ARGS...\n"
 		"\n"
 		"Runs CMD with the vrampool library preloaded, then prints the report of\n"
-		"the run on stderr. CMD's exit status is passed through; when signal N\n"
-		"killed it, vrampool dies of N too (a shell says 128 + N).\n"
+		"the run on stderr. The dump is kept as ./vrampool.CMD.PID.json (.rRANK\n"
+		"where the launcher has a rank), with the command that reads it again.\n"
+		"CMD's exit status is passed through; when signal N killed it, vrampool\n"
+		"dies of N too (a shell says 128 + N).\n"
 		"\n"
 		"  -l, --layout SPEC VRAMPOOL_LAYOUT: row specs, e.g. u8:3x224x224, 150528,\n"
 		"                    whole:1M, or auto (the library finds the row size)\n"
 		"  -b, --budget B    VRAMPOOL_BUDGET: auto, a size (8G) or a share of free memory (50%%)\n"
 		"  -s, --stats FILE  VRAMPOOL_STATS: keep the JSON dump there (%%p pid, %%r rank,\n"
 		"                    %%h host); with --ab, FILE.off and FILE.on (before the extension)\n"
+		"  --force           let --stats overwrite a file that is not a vrampool dump\n"
 		"  -o, --off         VRAMPOOL=off: pure pass-through that still counts\n"
 		"  --dry             VRAMPOOL=dry: fingerprint and count, no pool: what a pool\n"
 		"                    of any budget would have served\n"
@@ -56,11 +64,13 @@ void run_usage(FILE *out)
 		"                    at each interval (for `vrampool report --plot`)\n"
 		"  --interval S      VRAMPOOL_TELEMETRY_S: the telemetry interval in seconds\n"
 		"  -v, --verbose     VRAMPOOL_VERBOSE=1, and the library's own exit summary\n"
-		"  -a, --ab          run CMD twice, off then on, and print the comparison with\n"
-		"                    the wall time of each run; the exit status is the first\n"
-		"                    nonzero of the two. The second run is skipped when the\n"
-		"                    first ends before any CUDA call, or when a signal stops\n"
-		"                    the first (Ctrl-C): run 1 is reported alone.\n"
+		"  -a, --ab          run CMD twice, off then on, and print the comparison:\n"
+		"                    bytes and time, off/on (> 1: fewer or faster with the\n"
+		"                    pool); the exit status is the first nonzero. The second\n"
+		"                    run is skipped when the first ends before any CUDA call;\n"
+		"                    a signal that stops a run (Ctrl-C) ends the A/B there.\n"
+		"  --repeat N        with --ab: N pairs, interleaved (off on, on off, ...):\n"
+		"                    the median time ratio and its spread judge the time\n"
 		"  --kill-after S    seconds from a signal passed on to CMD to SIGKILL (default 30)\n"
 		"\n"
 		"SIGINT, SIGTERM, SIGHUP or SIGQUIT sent to vrampool alone (kill PID, docker\n"
@@ -118,6 +128,53 @@ static void insert_suffix(const char *path, const char *suffix, char *out, size_
 	snprintf(out, size, "%.*s.%s%s", (int)(dot - path), path, suffix, dot);
 }
 
+/* Copies S into OUT with what is not [A-Za-z0-9._-] as '_' (a file name's part). */
+static void name_part(const char *s, char *out, size_t size)
+{
+	size_t i;
+
+	for (i = 0; s[i] && i + 1 < size; i++)
+		out[i] = (isalnum((unsigned char)s[i]) || strchr("._-", s[i])) ? s[i] : '_';
+	out[i] = '\0';
+}
+
+/*
+ * The default stats destination, kept: ./vrampool.PROGRAM.%p[.rRANK].json
+ * (the rank the launcher itself has in RANK, OMPI_COMM_WORLD_RANK,
+ * SLURM_PROCID or PMI_RANK), SUFFIX inserted for --ab, as an absolute path
+ * (CMD may change its directory). Returns 0, or -errno when the current
+ * directory cannot take it (a note is printed once).
+ */
+static int run_default_pattern(struct run_target *t, const struct run_options *o, const char *suffix)
+{
+	static const char *const ranks[] = { "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK" };
+	static bool noted;
+	char cwd[PATH_MAX], prog[128], rank[80] = "", part[64], base[PATH_MAX + 256];
+	const char *slash = strrchr(o->cmd[0], '/'), *v;
+	size_t i;
+	int err;
+
+	if (!getcwd(cwd, sizeof(cwd)) || access(cwd, W_OK | X_OK) != 0) {
+		err = -errno;
+		if (!noted)
+			fprintf(stderr, "vrampool run: note: the dump cannot be kept in the current directory (%s): it goes to a temporary directory, removed after the report (--stats FILE keeps it elsewhere)\n",
+				strerror(errno));
+		noted = true;
+		return err;
+	}
+	name_part(slash ? slash + 1 : o->cmd[0], prog, sizeof(prog));
+	for (i = 0; i < sizeof(ranks) / sizeof(ranks[0]); i++) {
+		if ((v = getenv(ranks[i])) != NULL && *v) {
+			name_part(v, part, sizeof(part));
+			snprintf(rank, sizeof(rank), ".r%s", part);
+			break;
+		}
+	}
+	snprintf(base, sizeof(base), "%s/vrampool.%s.%%p%s.json", strcmp(cwd, "/") ? cwd : "", prog, rank);
+	insert_suffix(base, suffix, t->pattern, sizeof(t->pattern));
+	return 0;
+}
+
 /*
  * Sets up T's stats destination: the user's FILE (with SUFFIX, "off" or
  * "on", inserted before the extension for --ab), or a private temporary
@@ -134,6 +191,8 @@ static int run_target_init(struct run_target *t, const struct run_options *o, co
 		insert_suffix(o->stats, suffix, t->pattern, sizeof(t->pattern));
 		return 0;
 	}
+	if (run_default_pattern(t, o, suffix) == 0)
+		return 0;
 	snprintf(t->tmpdir, sizeof(t->tmpdir), "%s/vrampool-run.XXXXXX",
 		 base && *base ? base : "/tmp");
 	if (!mkdtemp(t->tmpdir)) {
@@ -148,12 +207,16 @@ static int run_target_init(struct run_target *t, const struct run_options *o, co
 	return 0;
 }
 
-/* Removes T's private directory and the dumps in it. */
+/* Removes T's private directory and the dumps in it; frees what T holds. */
 static void run_target_release(struct run_target *t)
 {
 	char pat[PATH_MAX + 16];
 	glob_t g;
 	size_t i;
+
+	free(t->seen);
+	t->seen = NULL;
+	t->nseen = 0;
 
 	if (!t->tmpdir[0])
 		return;
@@ -319,6 +382,8 @@ static int run_parse(struct run_options *o, int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "ab", no_argument, NULL, 'a' },
 		{ "kill-after", required_argument, NULL, 'K' },
+		{ "repeat", required_argument, NULL, 'R' },
+		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -372,6 +437,18 @@ static int run_parse(struct run_options *o, int argc, char **argv)
 				return TOOL_EXIT_ERROR;
 			}
 			break;
+		case 'R':
+			errno = 0;
+			o->repeat = (int)strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || o->repeat < 1 || o->repeat > VERDICT_PAIRS_MAX) {
+				fprintf(stderr, "vrampool run: --repeat '%s' is not a number of pairs from 1 to %d\n",
+					esc(optarg), VERDICT_PAIRS_MAX);
+				return TOOL_EXIT_ERROR;
+			}
+			break;
+		case 'F':
+			o->force = true;
+			break;
 		case 'h':
 			run_usage(stdout);
 			return -1;
@@ -387,6 +464,12 @@ static int run_parse(struct run_options *o, int argc, char **argv)
 		fprintf(stderr, "vrampool run: --ab, --off and --dry exclude each other\n");
 		return TOOL_EXIT_ERROR;
 	}
+	if (o->repeat && !o->ab) {
+		fprintf(stderr, "vrampool run: --repeat N repeats the pairs of --ab: add --ab\n");
+		return TOOL_EXIT_ERROR;
+	}
+	if (!o->repeat)
+		o->repeat = 1;
 	if (!o->stats && (env = getenv("VRAMPOOL_STATS")) != NULL && *env)
 		o->stats = env;
 	if (!o->telemetry && (env = getenv("VRAMPOOL_TELEMETRY")) != NULL && *env)
@@ -399,40 +482,92 @@ static int run_parse(struct run_options *o, int argc, char **argv)
 enum run_stop { RUN_ENDED, RUN_INTERRUPTED, RUN_BETWEEN };
 
 /*
- * --ab stopped by a signal: run I+1 was ended by SIG (RUN_ENDED: CMD died
- * of it) or interrupted (RUN_INTERRUPTED: the launcher took SIG while it
- * ran), or SIG came after run 1, before run 2 started (RUN_BETWEEN). Says
- * so, and reports run I (its N dumps ALL) alone: no comparison of a run
- * cut short with a whole one.
+ * The mode of run I of an A/B: pairs alternate which runs first (off on,
+ * on off, ...), so that neither mode always runs on a cold machine.
+ */
+static const char *run_ab_mode(int i)
+{
+	return (i + i / 2) % 2 ? "on" : "off";
+}
+
+/* The ".SUFFIX" of run I's dumps: "off"/"on", or "off.K"/"on.K" for pair K of several. */
+static void run_ab_suffix(const struct run_options *o, int i, char *out, size_t size)
+{
+	if (o->repeat > 1)
+		snprintf(out, size, "%s.%d", run_ab_mode(i), i / 2 + 1);
+	else
+		snprintf(out, size, "%s", run_ab_mode(i));
+}
+
+/*
+ * --ab stopped by a signal: run I+1 of RUNS was ended by SIG (RUN_ENDED:
+ * CMD died of it) or interrupted (RUN_INTERRUPTED: the launcher took SIG
+ * while it ran), or SIG came after it, before the next started
+ * (RUN_BETWEEN). Says so, and reports run I (its N dumps ALL) alone: no
+ * comparison of a run cut short with a whole one.
  */
 static void run_ab_stopped(struct dump *all, int n, const struct run_target *t,
-			   const struct run_options *o, int i, int sig, enum run_stop how)
+			   const struct run_options *o, int i, int runs, int sig, enum run_stop how)
 {
-	static const char *const pool[2] = { "off", "on" };
-
 	if (how == RUN_BETWEEN)
-		fprintf(stderr, "vrampool run: %s came after run 1: run 2 is not started, and there is no comparison\n",
-			run_signal_name(sig));
+		fprintf(stderr, "vrampool run: %s came after run %d: run %d is not started, and there is no comparison\n",
+			run_signal_name(sig), i + 1, i + 2);
 	else
-		fprintf(stderr, "vrampool run: run %d of 2 (pool %s) was %s by %s: the A/B stops here, with no comparison\n",
-			i + 1, pool[i], how == RUN_INTERRUPTED ? "interrupted" : "ended", run_signal_name(sig));
+		fprintf(stderr, "vrampool run: run %d of %d (pool %s) was %s by %s: the A/B stops here, with no comparison\n",
+			i + 1, runs, run_ab_mode(i), how == RUN_INTERRUPTED ? "interrupted" : "ended",
+			run_signal_name(sig));
 	fflush(stdout);
 	if (n > 0)
 		run_report_one(all, n, t, o);
 	else
-		run_no_dump(o, t, i ? " (pool on)" : " (pool off)");
+		run_no_dump(o, t, strcmp(run_ab_mode(i), "on") ? " (pool off)" : " (pool on)");
+}
+
+/*
+ * The comparison of an A/B's RUNS runs (N[i] dumps ALL[i] each): each
+ * mode's runs summed, and each whole pair's time ratio. Reorders ALL.
+ */
+static void run_ab_report(struct dump **all, const int *n, const struct run_target *t,
+			  const struct run_options *o, int runs)
+{
+	struct dump *sum = calloc(4, sizeof(*sum));
+	double ratios[VERDICT_PAIRS_MAX];
+	int i, pairs = 0, off;
+
+	if (!sum)
+		return;
+	for (i = 0; i + 1 < runs; i += 2) {
+		if (!n[i] || !n[i + 1])
+			continue;
+		off = strcmp(run_ab_mode(i), "off") == 0 ? i : i + 1;
+		run_sum(&sum[2], all[off], n[off], &t[off], o);
+		run_sum(&sum[3], all[off ^ 1], n[off ^ 1], &t[off ^ 1], o);
+		verdict_add_pair(&sum[0], &sum[1], &sum[2], &sum[3], pairs, ratios);
+		pairs++;
+	}
+	if (pairs)
+		verdict_print_ab(stderr, &sum[0], &sum[1], ratios, pairs);
+	free(sum);
+}
+
+/* Prints where the dumps were kept (TEXT from run_kept_text) and frees TEXT. */
+static void run_print_kept(char *text)
+{
+	if (!text)
+		return;
+	fprintf(stderr, "vrampool run: the dumps are kept; read them again with:\n  %s\n", text);
+	free(text);
 }
 
 int run_main(int argc, char **argv)
 {
-	static const char *const ab_modes[2] = { "off", "on" };
 	struct run_options o;
-	struct run_target t[2];
+	struct run_target *t = NULL;
 	struct run_signals sigs;
 	struct child_env env;
-	struct dump *all[2] = { NULL, NULL }, sum[2];
-	char lib[3 * PATH_MAX];
-	int ret, status = TOOL_EXIT_ERROR, i, runs, ndumps[2] = { 0, 0 }, die = 0, stopped = -1;
+	struct dump **all = NULL;
+	char lib[3 * PATH_MAX], suffix[32], *kept = NULL;
+	int ret, status = TOOL_EXIT_ERROR, i, runs = 0, *ndumps = NULL, die = 0, stopped = -1;
 	enum run_stop how = RUN_ENDED;
 	bool sigs_on = false;
 
@@ -443,16 +578,25 @@ int run_main(int argc, char **argv)
 		fprintf(stderr, "vrampool run: cannot find the library: no %s\n", esc(lib));
 		return TOOL_EXIT_ERROR;
 	}
-	runs = o.ab ? 2 : 1;
+	runs = o.ab ? 2 * o.repeat : 1;
+	t = calloc((size_t)runs, sizeof(*t));
+	all = calloc((size_t)runs, sizeof(*all));
+	ndumps = calloc((size_t)runs, sizeof(*ndumps));
+	if (!t || !all || !ndumps) {
+		fprintf(stderr, "vrampool run: out of memory\n");
+		runs = 0;
+		goto out_release;
+	}
 	for (i = 0; i < runs; i++) {
-		if (run_target_init(&t[i], &o, o.ab ? ab_modes[i] : NULL) != 0) {
+		run_ab_suffix(&o, i, suffix, sizeof(suffix));
+		if (run_target_init(&t[i], &o, o.ab ? suffix : NULL) != 0) {
 			runs = i;
 			goto out_release;
 		}
 	}
 	child_env_init(&env, &o, &t[runs - 1],
 		       o.ab ? "on" : o.off ? "off" : o.dry ? "dry" : NULL);
-	if (run_check(&env, &t[runs - 1], &o) != 0)
+	if (run_check(&env, t, runs, &o) != 0)
 		goto out_release;
 	run_preflight(&o);
 	if ((ret = run_signals_init(&sigs)) != 0) {
@@ -462,7 +606,7 @@ int run_main(int argc, char **argv)
 	sigs_on = true;
 	status = TOOL_EXIT_OK;
 	for (i = 0; i < runs; i++) {
-		const char *mode = o.ab ? ab_modes[i] : o.off ? "off" : o.dry ? "dry" : NULL;
+		const char *mode = o.ab ? run_ab_mode(i) : o.off ? "off" : o.dry ? "dry" : NULL;
 
 		if (i > 0 && run_signals_poll(&sigs)) {
 			stopped = i - 1;
@@ -471,9 +615,9 @@ int run_main(int argc, char **argv)
 			break;
 		}
 		if (o.ab)
-			fprintf(stderr, "vrampool run: run %d of 2, pool %s\n", i + 1, ab_modes[i]);
+			fprintf(stderr, "vrampool run: run %d of %d, pool %s\n", i + 1, runs, mode);
 		child_env_init(&env, &o, &t[i], mode);
-		if (run_once(&t[i], &o, lib, &env, &sigs) != 0) {
+		if (run_snapshot(&t[i]) != 0 || run_once(&t[i], &o, lib, &env, &sigs) != 0) {
 			status = t[i].exec_failed ? t[i].status : TOOL_EXIT_ERROR;
 			goto out_release;
 		}
@@ -481,7 +625,7 @@ int run_main(int argc, char **argv)
 			status = t[i].status;
 			die = t[i].term_sig;
 		}
-		if (t[i].status && runs == 2 && !t[i].term_sig)
+		if (t[i].status && runs > 1 && !t[i].term_sig)
 			fprintf(stderr, "vrampool run: run %d exited with status %d\n", i + 1, t[i].status);
 		ndumps[i] = run_collect(&t[i], &all[i]);
 		if (ndumps[i] < 0)
@@ -492,7 +636,7 @@ int run_main(int argc, char **argv)
 			break;
 		}
 		if (ndumps[i] == 0) {
-			run_no_dump(&o, &t[i], o.ab ? (i ? " (pool on)" : " (pool off)") : "");
+			run_no_dump(&o, &t[i], o.ab ? (strcmp(mode, "on") ? " (pool off)" : " (pool on)") : "");
 			if (o.ab && i == 0) {
 				fprintf(stderr, "vrampool run: not running it again with the pool on: the comparison needs a run that reaches CUDA\n");
 				goto out_release;
@@ -500,21 +644,24 @@ int run_main(int argc, char **argv)
 		}
 	}
 	fflush(stdout);
+	kept = run_kept_text(all, ndumps, stopped >= 0 ? stopped + 1 : runs, t);
 	if (stopped >= 0) {
-		run_ab_stopped(all[stopped], ndumps[stopped], &t[stopped], &o, stopped,
+		run_ab_stopped(all[stopped], ndumps[stopped], &t[stopped], &o, stopped, runs,
 			       how == RUN_ENDED ? t[stopped].term_sig : sigs.got, how);
 	} else if (runs == 1 && ndumps[0] > 0) {
 		run_report_one(all[0], ndumps[0], &t[0], &o);
-	} else if (runs == 2 && ndumps[0] > 0 && ndumps[1] > 0) {
-		run_sum(&sum[0], all[0], ndumps[0], &t[0], &o);
-		run_sum(&sum[1], all[1], ndumps[1], &t[1], &o);
-		report_print_ab(stderr, &sum[0], &sum[1]);
+	} else if (runs > 1) {
+		run_ab_report(all, ndumps, t, &o, runs);
 	}
+	run_print_kept(kept);
 out_release:
-	for (i = 0; i < 2; i++)
+	for (i = 0; all && i < (o.ab ? 2 * o.repeat : 1); i++)
 		free(all[i]);
-	for (i = 0; i < runs; i++)
+	for (i = 0; t && i < runs; i++)
 		run_target_release(&t[i]);
+	free(all);
+	free(ndumps);
+	free(t);
 	if (sigs_on)
 		run_signals_release(&sigs);
 	if (die)

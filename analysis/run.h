@@ -20,7 +20,9 @@
  *
  * Ownership: struct run_options points into argv and the environment and
  * owns nothing. A struct run_target owns its private temporary directory
- * (tmpdir, "" when the user named the stats file) until run.c releases it;
+ * (tmpdir, "" when the dumps are kept: the user's stats file, or the
+ * default ./vrampool.PROGRAM.PID.json) and its list of files seen before
+ * the run (seen) until run.c releases it;
  * the dumps collected from it are the caller's to free. A struct child_env
  * holds pointers only: to string literals, the options and its target,
  * which outlive it. The command is single-threaded.
@@ -51,6 +53,8 @@ struct run_options {
 	bool dry;
 	bool verbose;
 	bool ab;
+	int repeat;			/* --repeat: pairs of an --ab (1 without) */
+	bool force;			/* --force: overwrite a file that is not a dump */
 	double kill_after;		/* --kill-after: seconds from a passed-on signal to SIGKILL */
 	char **cmd;
 };
@@ -60,6 +64,8 @@ struct run_target {
 	char pattern[PATH_MAX];		/* VRAMPOOL_STATS for the child */
 	char telemetry[PATH_MAX];	/* VRAMPOOL_TELEMETRY for the child, or "" */
 	char tmpdir[PATH_MAX];		/* our own directory, removed after, or "" */
+	struct run_seen *seen;		/* the dumps the pattern matched before the run */
+	int nseen;
 	time_t start;
 	double wall_s;
 	pid_t pid;
@@ -81,6 +87,13 @@ struct run_signals {
 	int forwarded;			/* the first it passed on to CMD, or 0 */
 };
 
+/* A file the stats pattern matched before a run: not one of its dumps unless rewritten. */
+struct run_seen {
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtime;
+};
+
 /* The environment CMD will see, as changes to this process's. */
 struct env_override {
 	const char *name;
@@ -96,13 +109,30 @@ struct child_env {
 
 /*
  * Checks everything the library would complain about, for the first run's
- * environment E and target T: the variables with the library's own parser
- * (its complaints shown as it prints them, naming the flag that set a bad
- * one), and that the stats and telemetry files can be written. Returns 0,
- * or TOOL_EXIT_ERROR after saying what is wrong.
+ * environment E and the N targets T: the variables with the library's own
+ * parser (its complaints shown as it prints them, naming the flag that set
+ * a bad one), that the stats and telemetry files can be written (a file
+ * is created and removed where none is), and that no stats file is a
+ * regular file other than a vrampool dump (unless --force). Returns 0, or
+ * TOOL_EXIT_ERROR after saying what is wrong.
  */
-int run_check(const struct child_env *e, const struct run_target *t,
+int run_check(const struct child_env *e, const struct run_target *t, int n,
 	      const struct run_options *o);
+
+/*
+ * Expands the stats or telemetry PATTERN as the library would for PID
+ * (config_expand_path, with this process's rank and host) into OUT.
+ * Returns 0 or -ENAMETOOLONG.
+ */
+int run_expand(const char *pattern, long pid, char *out, size_t size);
+
+/*
+ * Whether a file can be written at PATH: a regular file there is opened
+ * for writing (not truncated), a FIFO or a device is taken as it is, and
+ * where nothing is, one is created and removed. Returns 0, or a negative
+ * errno with the reason in WHY.
+ */
+int run_path_writable(const char *path, char *why, size_t size);
 
 /* Warns on stderr when inspect says that CMD's copies cannot be seen. */
 void run_preflight(const struct run_options *o);
@@ -150,12 +180,29 @@ const char *run_signal_name(int sig);
 /* ---- run_dumps.c: after each run ---------------------------------------- */
 
 /*
- * Loads the dumps T's run wrote: the one file, or every file that matches
- * the pattern and is not older than the run. Returns the number loaded
+ * Before T's run: notes the files its pattern matches already (T's seen,
+ * freed by run_target_release), so that an older dump in the same place
+ * is never taken for one of this run's. Returns 0 or -ENOMEM.
+ */
+int run_snapshot(struct run_target *t);
+
+/*
+ * Loads the dumps T's run wrote: every file that matches the pattern
+ * (config_expand_path's %p, %r and %q{NAME} match anything) and was
+ * written or rewritten since run_snapshot. Returns the number loaded
  * (*ALL then holds them: free it), 0 when none was written, or -EINVAL
  * (a message is printed).
  */
 int run_collect(const struct run_target *t, struct dump **all);
+
+/*
+ * Before the report (which reorders the dumps): the lines that say where
+ * the kept dumps of the RUNS runs are (N[i] dumps ALL[i] of run i, target
+ * T[i]) and the command that reads them again, as heaptrack does; printed
+ * after the report. Returns a string to free, or NULL when nothing was
+ * kept (dumps in a private directory) or memory ran out.
+ */
+char *run_kept_text(struct dump *const *all, const int *n, int runs, const struct run_target *t);
 
 /*
  * Says on stderr why T's run wrote no dump: it failed first, or made no

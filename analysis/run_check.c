@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,7 +122,7 @@ static int run_check_variables(const struct child_env *e, const struct run_optio
 	return bad;
 }
 
-/* This process's rank as the library reads it (RANK, LOCAL_RANK, ...), for %r. */
+/* This process's rank as the library reads it (RANK, LOCAL_RANK, ...), for %r; NULL when none. */
 static const char *run_rank(void)
 {
 	static const char *const names[] = {
@@ -133,50 +134,79 @@ static const char *run_rank(void)
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if ((v = getenv(names[i])) != NULL && *v)
 			return v;
-	return "0";
+	return NULL;
 }
 
-/* Expands %p (as 0), %r and %h in PATTERN into OUT, for checking its directory. */
-static void expand_for_check(const char *pattern, char *out, size_t size)
+int run_expand(const char *pattern, long pid, char *out, size_t size)
 {
 	char host[256];
-	size_t o = 0;
-	const char *p, *v;
 
 	if (gethostname(host, sizeof(host)) != 0)
 		snprintf(host, sizeof(host), "localhost");
 	host[sizeof(host) - 1] = '\0';
-	for (p = pattern; *p && o + 1 < size; p++) {
-		v = NULL;
-		if (p[0] == '%' && p[1] == 'p')
-			v = "0";
-		else if (p[0] == '%' && p[1] == 'r')
-			v = run_rank();
-		else if (p[0] == '%' && p[1] == 'h')
-			v = host;
-		if (v) {
-			o += (size_t)snprintf(out + o, size - o, "%s", v);
-			if (o >= size)
-				o = size - 1;
-			p++;
-		} else {
-			out[o++] = *p;
-		}
+	return config_expand_path(pattern, pid, run_rank(), host, out, size);
+}
+
+int run_path_writable(const char *path, char *why, size_t size)
+{
+	struct stat st;
+	bool exists = stat(path, &st) == 0;
+	int fd, err;
+
+	why[0] = '\0';
+	if (exists && !S_ISREG(st.st_mode))
+		return 0;	/* a FIFO or a device: written in place, never opened here */
+	if (exists)
+		fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	else
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		err = -errno;
+		snprintf(why, size, "cannot %s %s: %s", exists ? "write" : "create", esc(path),
+			 strerror(errno));
+		return err;
 	}
-	out[o] = '\0';
+	close(fd);
+	if (!exists)
+		unlink(path);
+	return 0;
+}
+
+/* Whether the regular file PATH holds something other than a vrampool dump (and is not empty). */
+static bool run_foreign_file(const char *path)
+{
+	static const char magic[] = "{\"vrampool\":";
+	char head[sizeof(magic) - 1];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+		return false;
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, head, sizeof(head));
+	close(fd);
+	return n != (ssize_t)sizeof(head) || memcmp(head, magic, sizeof(head)) != 0;
 }
 
 /*
  * Checks that the library will be able to write VAR's file PATTERN: its
- * directory exists and is writable, and what is at the path, if anything,
- * is a regular file. Returns 0, or -EINVAL after one line on stderr.
+ * directory exists and is writable, what is at the path, if anything, is
+ * a regular file, a FIFO or a device (written in place), one can be written
+ * there, and with FOREIGN, a regular file there is a vrampool dump (or
+ * empty). Returns 0, or -EINVAL after one line on stderr.
  */
-static int run_check_path(const char *var, const char *pattern, const char *flag)
+static int run_check_path(const char *var, const char *pattern, const char *flag, bool foreign)
 {
 	char path[PATH_MAX], dir[PATH_MAX], why[PATH_MAX + 128], *slash;
 	struct stat st;
 
-	expand_for_check(pattern, path, sizeof(path));
+	if (run_expand(pattern, 0, path, sizeof(path)) != 0) {
+		fprintf(stderr, "vrampool run: %s='%s': the path is too long\n", var, esc(pattern));
+		return -EINVAL;
+	}
 	snprintf(dir, sizeof(dir), "%s", path);
 	slash = strrchr(dir, '/');
 	if (!slash)
@@ -195,8 +225,14 @@ static int run_check_path(const char *var, const char *pattern, const char *flag
 		snprintf(why, sizeof(why), "cannot write in %s: %s", esc(dir), strerror(errno));
 	else if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		snprintf(why, sizeof(why), "%s is a directory", esc(path));
-	else if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
-		snprintf(why, sizeof(why), "%s is not a regular file", esc(path));
+	else if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode) &&
+		 !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
+		snprintf(why, sizeof(why), "%s is not a regular file, a FIFO or a device", esc(path));
+	else if (foreign && run_foreign_file(path))
+		snprintf(why, sizeof(why), "%s exists and is not a vrampool dump: not overwriting it (--force overwrites it)",
+			 esc(path));
+	else
+		run_path_writable(path, why, sizeof(why));
 	if (!why[0])
 		return 0;
 	fprintf(stderr, "vrampool run: %s='%s': %s%s%s%s\n", var, esc(pattern), why,
@@ -204,21 +240,23 @@ static int run_check_path(const char *var, const char *pattern, const char *flag
 	return -EINVAL;
 }
 
-int run_check(const struct child_env *e, const struct run_target *t,
+int run_check(const struct child_env *e, const struct run_target *t, int n,
 	      const struct run_options *o)
 {
-	int bad = run_check_variables(e, o), paths = 0;
+	int bad = run_check_variables(e, o), paths = 0, i;
 
 	if (bad < 0) {
 		fprintf(stderr, "vrampool run: cannot check the variables: %s\n", strerror(-bad));
 		return TOOL_EXIT_ERROR;
 	}
-	if (!t->tmpdir[0])
-		paths += run_check_path("VRAMPOOL_STATS", t->pattern,
-					o->stats_flag ? "--stats" : NULL) != 0;
-	if (t->telemetry[0])
-		paths += run_check_path("VRAMPOOL_TELEMETRY", t->telemetry,
-					o->telemetry_flag ? "--telemetry" : NULL) != 0;
+	for (i = 0; i < n; i++) {
+		if (!t[i].tmpdir[0])
+			paths += run_check_path("VRAMPOOL_STATS", t[i].pattern,
+						o->stats_flag ? "--stats" : NULL, !o->force) != 0;
+		if (t[i].telemetry[0])
+			paths += run_check_path("VRAMPOOL_TELEMETRY", t[i].telemetry,
+						o->telemetry_flag ? "--telemetry" : NULL, false) != 0;
+	}
 	if (!bad && !paths)
 		return 0;
 	fprintf(stderr, "vrampool run: %s not started: fix the value%s above (the library would have run it %s)\n",

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job: a training-style program with and without the shim, then
-# the side-by-side report (vrampool run --ab). On a real NVIDIA GPU where
+# The main job: a training-style program with and without the shim, three
+# pairs of runs, then the side-by-side report (vrampool run --ab --repeat 3)
+# with its verdict on bytes and on time. On a real NVIDIA GPU where
 # one is present; otherwise on the emulated device, with a simulated PCIe
 # link so the epoch times mean something (and are labelled as simulated).
 set -eu
@@ -26,4 +27,8 @@ fi
 echo "demo: build/apps/trainer $ARGS"
 echo "demo: every epoch reshuffles $SAMPLES samples of $ROW bytes and verifies each byte on the device"
 echo
-exec build/vrampool run --ab --layout u8:3x64x64 -- build/apps/trainer $ARGS 2>&1
+# Three pairs, interleaved: one pair cannot carry a time verdict on a noisy
+# machine. The dumps stay in build/demo/ (not the source tree).
+mkdir -p build/demo
+exec build/vrampool run --ab --repeat "${DEMO_PAIRS:-3}" --layout u8:3x64x64 \
+	--stats build/demo/trainer.json -- build/apps/trainer $ARGS 2>&1

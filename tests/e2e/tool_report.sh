@@ -49,10 +49,10 @@ ratio_right() {
 	out=$("$V" report off.json on.json) || return 1
 	printf '%s\n' "$out"
 	want=$(python3 -c "import json; a=json.load(open('off.json'))['bytes']['h2d']; \
-b=json.load(open('on.json'))['bytes']['h2d']; print('%.2f' % (b / a))")
+b=json.load(open('on.json'))['bytes']['h2d']; print('%.2f' % (a / b))")
 	grep -Eq "bytes over PCIe .* $want\$" <<<"$out"
 }
-check "the on/off ratio of host-to-device bytes is the dumps' ratio" ratio_right
+check "the off/on ratio of host-to-device bytes is the dumps' ratio" ratio_right
 check "the comparison is the same whichever order the files come in" \
 	bash -c "a=\$('$V' report off.json on.json) && b=\$('$V' report on.json off.json) && [ \"\$a\" = \"\$b\" ]"
 
@@ -121,18 +121,128 @@ check "a dry run says what it is and shows the curve" \
 	expect 0 'mode +dry \(fingerprinting only' bash -c "'$V' report '$FIX/v2_dry.json' && '$V' report '$FIX/v2_dry.json' | grep -q 'what-if'"
 check "a dump rewritten while the job ran says so" \
 	expect 0 'still running when this dump was written' "$V" report "$FIX/v2_running.json"
-check "an A/B pair of round-2 dumps shows the elapsed time and its ratio" \
-	expect 0 'elapsed \(CUDA in use\) +10\.00 s +12\.50 s +1\.25' "$V" report "$FIX/v2_off.json" "$FIX/v2_on.json"
+check "an A/B pair of dumps without pace shows the wall time and its off/on ratio" \
+	expect 0 'wall time +10\.00 s +12\.50 s +0\.80' "$V" report "$FIX/v2_off.json" "$FIX/v2_on.json"
 check "a pool that never hit single rows blames a layout of several samples" \
 	expect 0 'likely reason: the layout is probably several samples' "$V" report "$FIX/v2_several.json"
 check "a pool that stood down blames rows that never repeat" \
 	expect 0 'likely reason: rows never repeat \(the pool stood down' "$V" report "$FIX/v2_norepeat.json"
 check "a small budget says what budget would have served what" \
-	expect 0 'budget \(1\.0 MiB\) is far below the unique working set \(5\.9 MiB\): a budget of 5\.9 MiB would have served 75%' \
+	expect 0 'the budget is below the unique working set: a budget of 1\.0 MiB .* serves 12\.8% of the matched bytes where a budget of 5\.9 MiB would serve 75\.0%' \
 	"$V" report "$FIX/v2_smallbudget.json"
 check "the A/B verdict names the likely reason when the pool served little" \
 	expect 0 'likely reason the pool served little: the layout is probably several samples' \
 	"$V" report "$FIX/v2_off.json" "$FIX/v2_several.json"
+
+# ---- time first: the verdict judges time, off/on everywhere -----------------------
+# mk OUT BASE PYTHON: writes $TMP/OUT, the fixture BASE changed by PYTHON (on the dict d).
+mk() {
+	python3 -c "import json, sys; d = json.load(open(sys.argv[1])); exec(sys.argv[3]); json.dump(d, open(sys.argv[2], 'w'))" \
+		"$FIX/$2" "$TMP/$1" "$3"
+}
+# pace NS: python that sets the steady time per copy of d to NS nanoseconds.
+pace() { echo "d['pace']['steady'].update({'ns': $1 * 128, 'ns_per_copy': $1})"; }
+pace_slower() {
+	local out
+	out=$("$V" report "$FIX/pace_off.json" "$FIX/pace_on.json") || return 1
+	printf '%s\n' "$out"
+	grep -Eq 'time per copy \(steady\) +10\.0 us +14\.0 us +0\.71$' <<<"$out" &&
+		grep -Eq 'wall time +10\.00 s +9\.00 s +1\.11$' <<<"$out" &&
+		grep -q '^verdict: time: slower with the pool: off/on 0\.71' <<<"$out" && ! grep -qi 'faster' <<<"$out"
+}
+check "the verdict judges the steady time per copy: slower per copy is called slower, whatever the wall time" pace_slower
+one_convention() {
+	local out
+	out=$("$V" report "$FIX/pace_off.json" "$FIX/pace_on.json") || return 1
+	grep -Eq '^ +off +on +off/on$' <<<"$out" && ! grep -q 'on/off' <<<"$out" &&
+		grep -Eq 'bytes over PCIe .* 3\.73$' <<<"$out"
+}
+check "every ratio of an A/B is off/on (> 1: fewer bytes or less time with the pool)" one_convention
+faster() {
+	mk fast_on.json pace_on.json "$(pace 5000)" || return 1
+	expect 0 '^verdict: time: faster with the pool: off/on 2\.00' "$V" report "$FIX/pace_off.json" "$TMP/fast_on.json"
+}
+check "a pooled run twice as fast per copy is called faster" faster
+one_pair() {
+	mk near_on.json pace_on.json "$(pace 9000)" || return 1
+	expect 0 'off/on 1\.11 .*one pair cannot carry a time verdict on a noisy machine unless the difference is over 25%' \
+		"$V" report "$FIX/pace_off.json" "$TMP/near_on.json"
+}
+check "one pair within 25% carries no time verdict" one_pair
+pairs() {
+	local out ns
+	for ns in 9000 11000 9500; do mk "on_$ns.json" pace_on.json "$(pace $ns)" || return 1; done
+	out=$("$V" report "$FIX/pace_off.json" "$FIX/pace_off.json" "$FIX/pace_off.json" \
+		"$TMP/on_9000.json" "$TMP/on_11000.json" "$TMP/on_9500.json") || return 1
+	printf '%s\n' "$out"
+	grep -Eq 'pairs \(time off/on\) +1\.11 0\.91 1\.05: median 1\.05, spread 0\.91-1\.11' <<<"$out" &&
+		grep -q '^verdict: time: no measurable difference in time: off/on 1\.05 (median of 3 pairs' <<<"$out" || return 1
+	for ns in 5000 5200 4900; do mk "on_$ns.json" pace_on.json "$(pace $ns)" || return 1; done
+	expect 0 '^verdict: time: faster with the pool: off/on 2\.00 \(median of 3 pairs, spread 1\.92-2\.04' \
+		"$V" report "$FIX/pace_off.json" "$TMP/on_5000.json" "$FIX/pace_off.json" "$TMP/on_5200.json" \
+		"$FIX/pace_off.json" "$TMP/on_4900.json"
+}
+check "N offs and N ons are N pairs: median, spread, and no measurable difference when the spread straddles 1" pairs
+json_ab() {
+	"$V" report --json "$FIX/pace_off.json" "$FIX/pace_on.json" >"$TMP/ab.json" || return 1
+	python3 - "$TMP/ab.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+v = r["verdict"]
+print(r["kind"], v["bytes"], v["time"], v["time_figure"], r["ratio"])
+assert r["report"] == "vrampool" and r["kind"] == "ab" and r["convention"].startswith("off/on")
+assert v["bytes"] == "fewer" and v["time"] == "slower" and v["time_figure"] == "time per copy (steady)"
+assert abs(r["ratio"]["bytes_h2d"] - 3.7327) < 0.01 and abs(r["ratio"]["time"] - 0.714) < 0.01
+assert r["on"]["time_per_copy_s"] == 14e-6 and r["on"]["device"]["name"] == "NVIDIA H200"
+assert v["time_text"].startswith("time: slower with the pool")
+PY
+}
+check "report --json gives the verdict and the table as values" json_ab
+check "report --json of one dump is one object with its figures" \
+	bash -c "'$V' report --json '$FIX/v2_smallbudget.json' | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r[\"kind\"]); assert r[\"kind\"]==\"one\" and r[\"dump\"][\"budget\"]==1048576 and \"below the unique\" in r[\"dump\"][\"likely_reason\"]'"
+check "the one-dump report shows the steady pace, the command and the device" \
+	bash -c "out=\$('$V' report '$FIX/pace_on.json'); echo \"\$out\"; grep -Eq 'pace +time per copy \(steady\) 14\.0 us over the last 128 of 256' <<<\"\$out\" && grep -Eq 'command +python train\.py' <<<\"\$out\" && grep -Eq 'device +NVIDIA H200 \(device 0\)' <<<\"\$out\""
+prediction() {
+	local out
+	out=$("$V" report "$FIX/v2_dry.json" "$FIX/v2_on.json") || return 1
+	printf '%s\n' "$out"
+	grep -q 'prediction (dry run) against outcome (pool on)' <<<"$out" &&
+		grep -Eq 'served from pool +17\.6 MiB +17\.2 MiB' <<<"$out" && ! grep -q 'total' <<<"$out"
+}
+check "a dry dump beside a real one is prediction against outcome, never summed" prediction
+dry_not_summed() {
+	local out
+	out=$("$V" report "$FIX/rank0.json" "$FIX/v2_dry.json" "$FIX/rank1.json") || return 1
+	printf '%s\n' "$out"
+	grep -Eq 'bytes requested +(23\.5 MiB +){3}47\.0 MiB$' <<<"$out" && grep -q 'leaves out the 1 dry run' <<<"$out"
+}
+check "a dry dump among runs is left out of the total" dry_not_summed
+budgets() {
+	local out dev="d['device'] = {'name': 'NVIDIA H200', 'ordinal': 0}"
+	out=$("$V" report "$FIX"/rank0.json "$FIX"/rank1.json) || return 1
+	printf '%s\n' "$out"
+	grep -Eq 'budget +1\.5 GiB +1\.5 GiB +-$' <<<"$out" || return 1
+	mk dev_a.json rank0.json "$dev" && mk dev_b.json rank1.json "$dev" || return 1
+	expect 0 'budget +1\.5 GiB +1\.5 GiB +3\.0 GiB$' "$V" report "$TMP/dev_a.json" "$TMP/dev_b.json" || return 1
+	mk dev_c.json rank1.json "d['device'] = {'name': 'NVIDIA H200', 'ordinal': 1}" || return 1
+	expect 0 'budget +1\.5 GiB +1\.5 GiB +-$' "$V" report "$TMP/dev_a.json" "$TMP/dev_c.json"
+}
+check "the total sums budgets of one device only, never of different or unknown devices" budgets
+stood_down_small() {
+	mk small_down.json v2_smallbudget.json "d['pool']['stood_down'] = True; d['pool']['stand_downs'] = 1" || return 1
+	out=$("$V" report "$TMP/small_down.json") || return 1
+	printf '%s\n' "$out"
+	grep -q 'likely reason: the budget is below the unique working set' <<<"$out" && ! grep -q 'augmentation' <<<"$out"
+}
+check "a small budget that stood down is blamed on the budget, with numbers, not on augmentation" stood_down_small
+auto_none() {
+	local out
+	mk auto_none.json dump_nolayout.json "d.update(layout='auto', layout_source='auto', reason='VRAMPOOL_LAYOUT=auto: looking for the row size')" || return 1
+	out=$("$V" report "$TMP/auto_none.json") || return 1
+	printf '%s\n' "$out"
+	! grep -q 'found automatically' <<<"$out" && grep -q 'layout auto: no row size found' <<<"$out"
+}
+check "auto that found nothing says so, never 'found automatically'" auto_none
 
 # ---- several dumps that are not an off/on pair -----------------------------------
 two_on() {
@@ -186,7 +296,7 @@ check "a bad telemetry line is exit 2 with its line number" \
 	"$V" report --plot "$TMP/d.png" --telemetry "$FIX/telemetry_bad.jsonl" "$FIX/v2_on.json"
 REPORT_INPUTS=(notjson.txt truncated.json foreign.json array.json wrongtype.json dump_on.json
 	dump_nolayout.json dump_minimal.json big.json bigreal.json negative.json fraction.json ctrl.json
-	v2_on.json v2_half.json v2_several.json v2_norepeat.json v2_smallbudget.json v2_dry.json)
+	v2_on.json v2_half.json v2_several.json v2_norepeat.json v2_smallbudget.json v2_dry.json pace_on.json)
 memcheck() {
 	local f rc
 	for f in "${REPORT_INPUTS[@]}"; do
@@ -195,6 +305,11 @@ memcheck() {
 		if [ "$rc" -gt 2 ]; then echo "$f: exit $rc"; return 1; fi
 	done
 	"$@" "$V" report "$FIX"/rank*.json "$FIX/v2_off.json" >/dev/null 2>&1 || return 1
+	"$@" "$V" report --json "$FIX/pace_off.json" "$FIX/pace_on.json" "$FIX/v2_off.json" "$FIX/v2_on.json" \
+		>/dev/null 2>&1 || return 1
+	"$@" "$V" report --json "$FIX/v2_dry.json" "$FIX/v2_on.json" >/dev/null 2>&1 || return 1
+	"$@" "$V" report --json "$FIX"/rank*.json >/dev/null 2>&1 || return 1
+	"$@" "$V" report "$FIX/v2_dry.json" "$FIX/v2_on.json" >/dev/null 2>&1 || return 1
 	"$@" "$V" report --plot "$TMP/m.svg" --telemetry "$FIX/telemetry_b.jsonl" "$FIX/v2_on.json" "$FIX/v2_half.json" \
 		>/dev/null 2>&1
 }

@@ -4,9 +4,11 @@
 # bad flags and inherited variables stop the launch before the program
 # starts (with the library's own message), the exit status passes through
 # (a code, a signal, a command that does not exist), --ab prints the
-# comparison with wall times and skips the second run when the first never
-# reached CUDA, an existing LD_PRELOAD survives, the temporary dump is
-# removed, a multi-process run reports the processes that copied (several
+# comparison with a verdict on bytes and time and skips the second run when
+# the first never reached CUDA, --repeat N interleaves N pairs, an existing
+# LD_PRELOAD survives, the dump is kept in the current directory with the
+# command that reads it (an older one there never taken for it), --stats
+# refuses a file that is not a dump without --force, a multi-process run reports the processes that copied (several
 # side by side), the installed layout finds its library, and a program whose
 # copies cannot be seen gets the warning. Signals: one sent to the launcher
 # alone is passed on, with SIGKILL after --kill-after; Ctrl-C reaches the
@@ -156,7 +158,7 @@ check "an unknown option is a usage error" expect 2 "^vrampool run: unknown opti
 check "--ab runs off then on and prints the comparison with a verdict" \
 	expect 0 'verdict: with the pool, [0-9.]+x fewer bytes' "$V" run --ab --layout 3072 -- "$TRAINER" "${T[@]}"
 check "--ab prints the off and on columns" \
-	expect 0 ' +off +on +on/off' "$V" run --ab --layout 3072 -- "$TRAINER" "${T[@]}"
+	expect 0 ' +off +on +off/on' "$V" run --ab --layout 3072 -- "$TRAINER" "${T[@]}"
 ab_files() {
 	"$V" run --ab --layout 3072 --stats "$TMP/ab.json" -- "$TRAINER" "${T[@]}" || return 1
 	json_is ab.off.json enabled false && json_is ab.on.json enabled true
@@ -164,8 +166,8 @@ ab_files() {
 check "--ab with --stats keeps both dumps, FILE.off and FILE.on" ab_files
 check "--ab exits with the first nonzero status" expect 5 'run 1 exited with status 5' \
 	"$V" run --ab -- ./copier 2 4096 5
-check "--ab reports the wall time of each run and their ratio" \
-	expect 0 'wall time +[0-9]+\.[0-9]+ s +[0-9]+\.[0-9]+ s +[0-9]+\.[0-9]+' \
+check "--ab reports the time of each run and their off/on ratio" \
+	expect 0 'wall time +[0-9.]+ m?s +[0-9.]+ m?s +[0-9]+\.[0-9]+$' \
 	"$V" run --ab --layout 3072 -- "$TRAINER" "${T[@]}"
 ab_first_failed() {
 	local out rc
@@ -344,13 +346,82 @@ preload_kept() {
 	grep -q "libvrampool.so:$TMP/marker.so" marker.txt && test -f p.json
 }
 check "an existing LD_PRELOAD survives: both libraries load in the program" preload_kept
-no_leftovers() {
-	mkdir -p "$TMP/tmpd"
-	TMPDIR=$TMP/tmpd "$V" run --layout 4096 -- ./copier 3 4096 0 || return 1
-	ls -A "$TMP/tmpd"
-	[ -z "$(ls -A "$TMP/tmpd")" ]
+kept() {
+	local out pid
+	mkdir -p "$TMP/keep" && cd "$TMP/keep" || return 1
+	out=$("$V" run --layout 4096 -- "$TMP/copier" 3 4096 0 2>&1); rc=$?
+	cd "$TMP" || return 1
+	printf '%s\n' "$out"
+	ls -A "$TMP/keep"
+	[ "$rc" -eq 0 ] || return 1
+	pid=$(ls "$TMP/keep" | sed -n 's/^vrampool\.copier\.\([0-9]*\)\.json$/\1/p')
+	[ -n "$pid" ] && [ "$(ls -A "$TMP/keep" | wc -l)" -eq 1 ] &&
+		grep -q "^  vrampool report vrampool\.copier\.$pid\.json\$" <<<"$out" &&
+		[ "$(jget "$TMP/keep/vrampool.copier.$pid.json" copies.h2d_calls)" = 3 ]
 }
-check "without --stats the temporary dump is removed after the report" no_leftovers
+check "without --stats the dump is kept as ./vrampool.PROGRAM.PID.json, and the command that reads it is printed" kept
+kept_rank() {
+	mkdir -p "$TMP/keepr" && cd "$TMP/keepr" || return 1
+	RANK=3 "$V" run --layout 4096 -- "$TMP/copier" 2 4096 0 || { cd "$TMP"; return 1; }
+	cd "$TMP" || return 1
+	ls -A "$TMP/keepr"
+	ls "$TMP/keepr" | grep -Eq '^vrampool\.copier\.[0-9]+\.r3\.json$'
+}
+check "a launcher with a rank keeps its dump with .rRANK" kept_rank
+kept_not_older() {
+	local out
+	mkdir -p "$TMP/keepo" && cp "$SRC/../tool/dump_on.json" "$TMP/keepo/vrampool.copier.1.json" || return 1
+	cd "$TMP/keepo" || return 1
+	out=$("$V" run --layout 4096 -- "$TMP/copier" 2 4096 0 2>&1)
+	cd "$TMP" || return 1
+	printf '%s\n' "$out"
+	grep -Eq 'host-to-device +2 calls' <<<"$out" && ! grep -q 'vrampool\.copier\.1\.json' <<<"$out" &&
+		! grep -q 'side by side' <<<"$out"
+}
+check "an older dump in the same directory is never taken for this run's" kept_not_older
+ab_kept() {
+	local out cmd
+	mkdir -p "$TMP/keepab" && cd "$TMP/keepab" || return 1
+	out=$("$V" run --ab --layout 3072 -- "$TRAINER" "${T[@]}" 2>&1)
+	printf '%s\n' "$out"
+	cmd=$(grep -A1 'read them again' <<<"$out" | tail -n 1 | sed 's/^  vrampool //')
+	[ -n "$cmd" ] && ls vrampool.trainer.*.off.json vrampool.trainer.*.on.json &&
+		"$V" $cmd | grep -q '^verdict: with the pool'
+	rc=$?
+	cd "$TMP"
+	return $rc
+}
+check "--ab keeps both dumps, and the printed command compares them again" ab_kept
+refuse() {
+	printf 'precious notes\n' >"$TMP/notes.txt"
+	expect 2 'notes\.txt exists and is not a vrampool dump: not overwriting it \(--force overwrites it\)' \
+		"$V" run --stats "$TMP/notes.txt" -- ./copier 2 4096 0 || return 1
+	grep -q 'precious notes' "$TMP/notes.txt" || return 1
+	"$V" run --force --stats "$TMP/notes.txt" -- ./copier 2 4096 0 || return 1
+	[ "$(jget "$TMP/notes.txt" copies.h2d_calls)" = 2 ] || return 1
+	"$V" run --stats "$TMP/notes.txt" -- ./copier 3 4096 0 || return 1
+	[ "$(jget "$TMP/notes.txt" copies.h2d_calls)" = 3 ] || return 1
+	: >"$TMP/empty.json"
+	"$V" run --stats "$TMP/empty.json" -- ./copier 2 4096 0
+}
+check "--stats refuses a regular file that is not a dump unless --force; a dump or an empty file is overwritten" refuse
+check "--stats /proc/s.json is refused before the launch with why, never blamed on CUDA" \
+	bash -c "out=\$('$V' run --stats /proc/s.json -- ./copier 2 4096 0 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 2 ] && grep -q 'cannot create /proc/s.json' <<<\"\$out\" && ! grep -q 'saw no CUDA call' <<<\"\$out\""
+check "--stats /dev/null is written in place, as the library does, and said to leave nothing to report" \
+	bash -c "out=\$('$V' run --stats /dev/null -- ./copier 2 4096 0 2>&1); rc=\$?; echo \"\$out\"; [ \$rc -eq 0 ] && grep -q 'went to /dev/null, a FIFO or a device, written in place' <<<\"\$out\" && ! grep -q 'saw no CUDA call' <<<\"\$out\""
+repeat() {
+	local out
+	out=$("$V" run --ab --repeat 2 --layout 3072 --stats "$TMP/rep.json" -- "$TRAINER" "${T[@]}" 2>&1) || return 1
+	printf '%s\n' "$out"
+	grep -q 'run 2 of 4, pool on' <<<"$out" && grep -q 'run 3 of 4, pool on' <<<"$out" &&
+		grep -q 'run 4 of 4, pool off' <<<"$out" &&
+		grep -Eq 'pairs \(time off/on\) +[0-9.]+ [0-9.]+: median [0-9.]+, spread' <<<"$out" &&
+		grep -q '^verdict: time: ' <<<"$out" &&
+		json_is rep.off.1.json mode off && json_is rep.on.1.json mode on &&
+		json_is rep.off.2.json mode off && json_is rep.on.2.json mode on
+}
+check "--ab --repeat 2 interleaves two pairs (off on, on off) and reports their median and spread" repeat
+check "--repeat needs --ab" expect 2 'repeats the pairs of --ab' "$V" run --repeat 3 -- true
 check "a multi-process run reports the process that made the copies" \
 	expect 0 'host-to-device +6 calls' "$V" run --layout 4096 --stats "$TMP/mp.%p.json" -- ./copier 6 4096 0 fork
 check "a multi-process run without --stats also finds the worker's dump" \

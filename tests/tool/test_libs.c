@@ -341,8 +341,13 @@ static void test_reason_budget_far_below(void)
 	d.curve_budget[2] = 64 << 20;
 	d.curve_served[2] = 192 << 20;
 	CU_ASSERT_TRUE(report_likely_reason(&d, why, sizeof(why)));
-	CU_ASSERT_PTR_NOT_NULL(strstr(why, "far below the unique working set (64.0 MiB)"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(why, "a budget of 64.0 MiB would have served 75%"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "the budget is below the unique working set: a budget of 1.0 MiB"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "where a budget of 64.0 MiB would serve 75.0%"));
+	/* Standing down does not turn a budget too small into augmentation (issue 19, case 1). */
+	d.pool_stood_down = true;
+	CU_ASSERT_TRUE(report_likely_reason(&d, why, sizeof(why)));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "below the unique working set"));
+	CU_ASSERT_PTR_NULL(strstr(why, "augmentation"));
 }
 
 /* ---- loader.c ------------------------------------------------------------- */
@@ -449,7 +454,7 @@ static const CU_TestInfo tests[] = {
 	  test_reason_several_samples },
 	{ "a pool that stood down is blamed on rows that never repeat",
 	  test_reason_rows_never_repeat },
-	{ "a budget far below the unique set says what a bigger one would serve",
+	{ "a budget below the unique set says what a bigger one would serve, stood down or not",
 	  test_reason_budget_far_below },
 	{ "a FIFO, a directory and a device are refused without blocking",
 	  test_open_regular_refuses_fifo },
