@@ -1,6 +1,6 @@
 /*
  * report_json.h: `vrampool report --json`, the report as one JSON object
- * on standard output, for scripts and dashboards (docs/vrampool.md lists
+ * on standard output, for scripts and dashboards (docs/vrampool.1.md lists
  * the keys). It holds what the text report holds: the kind of report, each
  * dump's figures, and for an off/on pair the off/on ratios and the verdict
  * (verdict.h) as values and as the sentences the text prints.

@@ -438,7 +438,7 @@ check "an unknown option with control characters is printed escaped" \
 # ---- short options: each one run.c accepts is documented (issue 19) -----------
 # short_options_documented: every letter of run's getopt string (but -h, which
 # every command takes) appears as "-X, --LONG" in `vrampool help run`, beside
-# its long name in docs/vrampool.md's option table, and in the README.
+# its long name in docs/vrampool.1.md's option table, and in the README.
 short_options_documented() {
 	local letters x long bad=0 usage
 	letters=$(grep -o 'getopt_long(argc, argv, "[^"]*"' "$ROOT/analysis/run.c" | sed 's/.*"\(.*\)"/\1/' | tr -d '+:h')
@@ -449,7 +449,7 @@ short_options_documented() {
 		long=$(grep -o "{ \"[a-z-]*\", [a-z_]*, NULL, '$x' }" "$ROOT/analysis/run.c" | sed 's/{ "\([a-z-]*\)".*/\1/')
 		echo "-$x: --$long"
 		grep -q -- "-$x, --$long" <<<"$usage" || { echo "usage lacks -$x, --$long"; bad=1; }
-		grep -q -- "\`-$x[ \`].*\`--$long" "$ROOT/docs/vrampool.md" || { echo "docs/vrampool.md lacks -$x"; bad=1; }
+		grep -q -- "\`-$x[ \`].*\`--$long" "$ROOT/docs/vrampool.1.md" || { echo "docs/vrampool.1.md lacks -$x"; bad=1; }
 		grep -q -- "\`-$x\`" "$ROOT/README.md" || { echo "README.md lacks -$x"; bad=1; }
 	done
 	[ "$bad" -eq 0 ]

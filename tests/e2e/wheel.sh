@@ -186,7 +186,7 @@ import vrampool_build as b; print(b.build_sdist(sys.argv[1]))' "$TMP/sdist") || 
 	tar -xzf "$TMP/sdist/$tgz" -C "$TMP/sdist" || return 1
 	local d=$TMP/sdist/vrampool-$VERSION f
 	for f in PKG-INFO pyproject.toml VERSION Makefile python/vrampool_build.py python/vrampool/__init__.py \
-		shim/core/config.c analysis/run.c docs/vrampool.md; do
+		shim/core/config.c analysis/run.c docs/vrampool.1.md; do
 		[ -f "$d/$f" ] || { echo "the sdist lacks $f"; return 1; }
 	done
 	! ls "$d/build" >/dev/null 2>&1 || { echo "the sdist carries build/"; return 1; }
