@@ -68,7 +68,7 @@ struct sbuf;
  * bytes say it is a dump), "version" (the tool's, VRAMPOOL_VERSION;
  * "unknown" in unit-test objects), "rank" now a number (the launcher's
  * rank variable) or null, "command" (the argument strings, bounded:
- * d->command), "started", "ended" (UTC, "2026-12-02T05:00:00.123Z") and
+ * d->command; each argument at most 1023 bytes), "started", "ended" (UTC, "2026-12-02T05:00:00.123Z") and
  * "started_unix_ms", "ended_unix_ms" (null when unknown), "device"
  * ({"name", "ordinal"} of the device the probe read, or null: no CUDA call
  * here), and last "pace" (core/pace.h): {"window_copies", "copies",
