@@ -51,7 +51,7 @@ if [ "${1:-}" = --pyenv ]; then
 fi
 
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-PKGS="make gcc g++ python3-dev libc6-dev libelf-dev libcunit1-dev libxxhash-dev libjansson-dev libcairo2-dev pkg-config python3 python3-venv valgrind binutils file man-db groff-base"
+PKGS="make gcc g++ python3-dev libc6-dev libelf-dev libcunit1-dev libxxhash-dev libjansson-dev libcairo2-dev pkg-config python3 python3-venv python3-jsonschema valgrind binutils file man-db groff-base"
 # Debian 12: clang is clang-14, whose libFuzzer (libclang_rt.fuzzer) is in
 # libclang-rt-14-dev; gcc-12's ThreadSanitizer runtime is libtsan2.
 for extra in "$@"; do

@@ -129,6 +129,7 @@ static void device_load(void)
 	*(void **)&drv.event_elapsed = dlreal_sym(h, "cuEventElapsedTime_v2");
 	if (!drv.event_elapsed)
 		*(void **)&drv.event_elapsed = dlreal_sym(h, "cuEventElapsedTime");
+	*(void **)&drv.device_get_name = dlreal_sym(h, "cuDeviceGetName");
 	device_loaded = err ? -1 : 1;
 }
 
@@ -448,6 +449,39 @@ int device_mem_free(int dev, dev_ptr p)
 	return err;
 }
 
+/*
+ * The name of the first device whose memory the pool read (the probe), for
+ * the dump (issue 19): written once by the thread that claims it (state
+ * 0 -> 1 -> 2), read lock-free once 2.
+ */
+static _Atomic int device_probed_state;
+static int device_probed_ord;
+static char device_probed_buf[DEVICE_NAME_MAX];
+
+static void device_note_name(int dev)
+{
+	int expected = 0;
+
+	if (!drv.device_get_name || atomic_load_explicit(&device_probed_state, memory_order_relaxed) != 0 ||
+	    !atomic_compare_exchange_strong(&device_probed_state, &expected, 1))
+		return;
+	if (drv.device_get_name(device_probed_buf, (int)sizeof(device_probed_buf), (CUdevice)dev) != CUDA_SUCCESS) {
+		atomic_store(&device_probed_state, 0);
+		return;
+	}
+	device_probed_buf[sizeof(device_probed_buf) - 1] = '\0';
+	device_probed_ord = dev;
+	atomic_store_explicit(&device_probed_state, 2, memory_order_release);
+}
+
+const char *device_probed_name(int *ordinal)
+{
+	if (atomic_load_explicit(&device_probed_state, memory_order_acquire) != 2)
+		return NULL;
+	*ordinal = device_probed_ord;
+	return device_probed_buf;
+}
+
 int device_mem_info(int dev, uint64_t *free_bytes, uint64_t *total_bytes)
 {
 	CUcontext prev;
@@ -457,6 +491,8 @@ int device_mem_info(int dev, uint64_t *free_bytes, uint64_t *total_bytes)
 	if (err)
 		return err;
 	err = device_own(drv.mem_get_info(&f, &t));
+	if (err == 0)
+		device_note_name(dev);
 	device_ctx_leave(dev, prev);
 	*free_bytes = f;
 	*total_bytes = t;
@@ -483,6 +519,7 @@ void device_ctx_atfork_child(void)
 	 * been loading the driver, at the fork; it does not exist here. */
 	pthread_mutex_init(&device_ctx_lock, NULL);
 	atomic_compare_exchange_strong(&device_state, &loading, 0);
+	atomic_store(&device_probed_state, 0);  /* the child's own probe names its device */
 	for (int i = 0; i < DEVICE_MAX; i++)
 		device_ctx[i] = NULL;
 }

@@ -122,8 +122,22 @@ int device_mem_alloc(int dev, uint64_t n, dev_ptr *out);
 /* Frees p on device dev. */
 int device_mem_free(int dev, dev_ptr p);
 
-/* Free and total memory of device dev. */
+/*
+ * Free and total memory of device dev. The first time it answers in a
+ * process, it also reads the device's name (cuDeviceGetName, where the
+ * driver has it) for device_probed_name.
+ */
 int device_mem_info(int dev, uint64_t *free_bytes, uint64_t *total_bytes);
+
+#define DEVICE_NAME_MAX 256
+
+/*
+ * The name of the first device whose memory device_mem_info read (the
+ * probe's), and its ordinal in *ordinal; NULL when none yet (no probe, or
+ * the driver could not name it). No CUDA call, no lock: for the reports,
+ * at exit too. A forked child forgets its parent's.
+ */
+const char *device_probed_name(int *ordinal);
 
 /* Waits for all work in device dev's primary context. */
 int device_sync(int dev);

@@ -104,6 +104,7 @@ struct device_driver {
 	__typeof__(cuMemFreeHost) *mem_free_host;
 	__typeof__(cuMemHostGetDevicePointer_v2) *mem_host_get_device_pointer;
 	__typeof__(cuEventElapsedTime) *event_elapsed;  /* the ledger's link meter (issue 16); may be NULL */
+	__typeof__(cuDeviceGetName) *device_get_name;   /* the dump's "device" (issue 19); may be NULL */
 };
 
 extern struct device_driver drv __attribute__((visibility("hidden")));

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 
 #include "core/log.h"
+#include "core/pace.h"
 #include "core/stats.h"
 #include "device/device.h"
 #include "pool/autolayout.h"
@@ -123,6 +124,7 @@ static void calls_count(uint64_t n, int driver, enum classify_reason reason)
 		stats_add(ST_BYTES_H2D, n);
 		stats_add(calls_reason_stat(reason), 1);
 	}
+	pace_note(n);   /* issue 19: the program's pace, every copy in every mode (core/pace.h) */
 }
 
 /* Whether p is host memory (pageable or pinned). */
@@ -222,6 +224,8 @@ int calls_copy(struct copy_call *c)
 	int why = CL_OFF, err, h2d, mode;
 	enum specpick_result pick;
 
+	if (c->dir != CL_DIR_OTHER)
+		pace_begin();   /* issue 19: the copy's call time, shared with the ledger's stamp */
 	in.layout = calls_layout(&why);
 	in.off_reason = why;
 	if (in.layout && calls_aside(c, in.layout, &err))
@@ -266,7 +270,7 @@ passthrough:
 
 int calls_copy_unpooled(struct copy_call *c)
 {
-	int err = c->forward(c->arg);
+	int err = (pace_begin(), c->forward(c->arg));   /* issue 19: the call time (core/pace.h) */
 
 	if (err == 0 && (c->dir == CL_DIR_H2D || (c->dir == CL_DIR_INFER && calls_host_memory(c->src))))
 		calls_count(c->n, c->driver, CL_NO_MATCH);
@@ -275,7 +279,7 @@ int calls_copy_unpooled(struct copy_call *c)
 
 int calls_copy_batch(struct copy_batch *b)
 {
-	int err = b->forward(b->arg);
+	int err = (pace_begin(), b->forward(b->arg));   /* issue 19: the call time (core/pace.h) */
 
 	if (err != 0 || !b->dsts || !b->srcs || !b->sizes)
 		return err;

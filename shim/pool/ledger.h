@@ -212,7 +212,11 @@ static inline int ledger_slot(int spec)
 /* Installs a fake clock (tests): wall and cpu return nanoseconds. NULLs restore the real one. */
 void ledger_set_clock(uint64_t (*wall)(void), uint64_t (*cpu)(void));
 
-/* Reads the wall clock into s (no CPU reading yet). */
+/*
+ * The wall clock into s (no CPU reading yet): the copy's call time, read
+ * once by the calls layer for the program's pace (core/pace.h, issue 19);
+ * ledger_elapsed's reading is that copy's return there too.
+ */
 void ledger_stamp(struct ledger_stamp *s);
 
 /* Adds the calling thread's CPU clock to s. */

@@ -7,6 +7,9 @@
 #ifndef VRAMPOOL_DUMP_H
 #define VRAMPOOL_DUMP_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 /* The strings are the caller's and must outlive the call they are passed to. */
 struct stats_dump {
 	long pid;
@@ -18,6 +21,18 @@ struct stats_dump {
 	/* The cost ledger (issue 16): VRAMPOOL_LEDGER and VRAMPOOL_LINK_GBPS (0: not stated). */
 	int ledger_mode;        /* enum ledger_mode */
 	double link_gbps;
+	/*
+	 * Issue 19 (item 5): what a dashboard needs to file the dump. The
+	 * command is /proc/self/cmdline as read at load time: arguments each
+	 * ended by a NUL, command_len bytes in all (the last one may be cut,
+	 * unended); NULL or 0: unknown ([]). Times are Unix milliseconds
+	 * (0: unknown, null); ended is when this dump was formatted.
+	 */
+	const char *command;
+	size_t command_len;
+	int64_t started_ms, ended_ms;
+	const char *device_name;        /* "device": the device the probe read; NULL: no probe (null) */
+	int device_ordinal;
 };
 
 #endif

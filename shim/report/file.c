@@ -155,6 +155,30 @@ static int report_write_special(const char *path, const char *data, size_t len)
 	return err;
 }
 
+int report_path_foreign(const char *path)
+{
+	static const char magic[] = REPORT_DUMP_MAGIC;
+	char head[sizeof(magic) - 1];
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+		return 0;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return errno != ENOENT && errno != ELOOP;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+		close(fd);
+		return 0;
+	}
+	do
+		n = read(fd, head, sizeof(head));
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	return n != (ssize_t)sizeof(head) || memcmp(head, magic, sizeof(head)) != 0;
+}
+
 int report_write_file(const char *path, const char *data, size_t len)
 {
 	char tmp[REPORT_PATH_MAX + 48];

@@ -49,6 +49,17 @@ int report_write_file(const char *path, const char *data, size_t len);
  */
 void report_file_set_race_hook(void (*hook)(const char *path));
 
+#define REPORT_DUMP_MAGIC "{\"vrampool\":"  /* the first bytes of every dump */
+
+/*
+ * Issue 19: whether path names a regular file (itself, not through a
+ * link: the regular way replaces a link, never its target) that a dump
+ * must not replace: not empty, and its first bytes are not
+ * REPORT_DUMP_MAGIC, or it cannot be read to tell. Returns 1 or 0; reads
+ * at most those bytes, never blocks. The reporter asks before each write.
+ */
+int report_path_foreign(const char *path);
+
 /* Writes all of buf to fd, retrying on EINTR and short writes. Returns 0 or -errno. */
 int report_write_all(int fd, const char *buf, size_t len);
 

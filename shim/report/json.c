@@ -7,7 +7,10 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "core/pace.h"
 #include "core/stats.h"
 #include "pool/ledger.h"
 #include "pool/whatif.h"
@@ -15,6 +18,10 @@
 #include "report/sbuf.h"
 
 #define REPORT_JSON_SIZES 16	/* sizes listed in the dump */
+
+#ifndef VRAMPOOL_VERSION
+#define VRAMPOOL_VERSION "unknown"	/* unit-test objects are built without it */
+#endif
 
 /* Writes s as a JSON string, quotes included; bytes outside printable ASCII as \u00XX. */
 static void sbuf_json_string(struct sbuf *b, const char *s)
@@ -56,7 +63,7 @@ static unsigned long long report_ull(enum stat_id id)
 	return (unsigned long long)stats_get(id);
 }
 
-static const char *report_mode_name(enum stats_mode m)
+const char *report_mode_name(enum stats_mode m)
 {
 	switch (m) {
 	case STATS_MODE_ON:
@@ -67,6 +74,126 @@ static const char *report_mode_name(enum stats_mode m)
 		return "dry";
 	}
 	return "off";
+}
+
+/* ---- issue 19: who wrote the dump, for what, when; the program's pace ------- */
+
+void report_json_rank(struct sbuf *b, const char *rank)
+{
+	size_t n = rank ? strspn(rank, "0123456789") : 0;
+
+	if (n == 0 || n > 9 || rank[n] != '\0')
+		sbuf_printf(b, "null");
+	else
+		sbuf_printf(b, "%ld", strtol(rank, NULL, 10));
+}
+
+void report_json_ident(struct sbuf *b, const char *host, const char *rank)
+{
+	char layout[STATS_TEXT_MAX];
+
+	stats_get_text(STATS_LAYOUT, layout, sizeof(layout));
+	sbuf_printf(b, "\"format\": %d, \"version\": ", REPORT_FORMAT);
+	sbuf_json_string(b, VRAMPOOL_VERSION);
+	sbuf_printf(b, ", \"host\": ");
+	sbuf_json_opt(b, host);
+	sbuf_printf(b, ", \"rank\": ");
+	report_json_rank(b, rank);
+	sbuf_printf(b, ", \"mode\": \"%s\", \"layout\": ", report_mode_name(stats_global.mode));
+	sbuf_json_opt(b, layout);
+}
+
+/*
+ * Unix milliseconds as an ISO 8601 UTC time, "2026-12-02T05:00:00.123Z",
+ * or null when 0. By hand (days to civil date): gmtime_r takes the C
+ * library's time-zone lock, which a thread stopped by a signal may hold.
+ */
+static void report_json_time(struct sbuf *b, int64_t ms)
+{
+	int64_t secs, days, era, doe, yoe, doy, mp, y, m, d, sod;
+
+	if (ms <= 0) {
+		sbuf_printf(b, "null");
+		return;
+	}
+	secs = ms / 1000;
+	days = secs / 86400;
+	sod = secs % 86400;
+	days += 719468;
+	era = days / 146097;
+	doe = days - era * 146097;
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	y = yoe + era * 400;
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	mp = (5 * doy + 2) / 153;
+	d = doy - (153 * mp + 2) / 5 + 1;
+	m = mp < 10 ? mp + 3 : mp - 9;
+	y += m <= 2;
+	sbuf_printf(b, "\"%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03lldZ\"", (long long)y, (long long)m,
+		    (long long)d, (long long)(sod / 3600), (long long)(sod / 60 % 60), (long long)(sod % 60),
+		    (long long)(ms % 1000));
+}
+
+/* ", \"NAME\": time, \"NAME_unix_ms\": ms", or nulls when 0. */
+static void report_json_when(struct sbuf *b, const char *name, int64_t ms)
+{
+	sbuf_printf(b, ", \"%s\": ", name);
+	report_json_time(b, ms);
+	if (ms > 0)
+		sbuf_printf(b, ", \"%s_unix_ms\": %lld", name, (long long)ms);
+	else
+		sbuf_printf(b, ", \"%s_unix_ms\": null", name);
+}
+
+/* "command", "started", "ended" and their _unix_ms, "device" (json.h). */
+static void report_json_run(struct sbuf *b, const struct stats_dump *d)
+{
+	char arg[1024];
+	size_t i = 0, k;
+	int n = 0;
+
+	sbuf_printf(b, ", \"command\": [");
+	while (d->command && i < d->command_len) {
+		for (k = 0; i < d->command_len && d->command[i] != '\0'; i++)
+			if (k + 1 < sizeof(arg))
+				arg[k++] = d->command[i];
+		arg[k] = '\0';
+		i++;
+		sbuf_printf(b, "%s", n++ ? ", " : "");
+		sbuf_json_string(b, arg);
+	}
+	sbuf_printf(b, "]");
+	report_json_when(b, "started", d->started_ms);
+	report_json_when(b, "ended", d->ended_ms);
+	sbuf_printf(b, ", \"device\": ");
+	if (d->device_name == NULL) {
+		sbuf_printf(b, "null");
+		return;
+	}
+	sbuf_printf(b, "{\"name\": ");
+	sbuf_json_string(b, d->device_name);
+	sbuf_printf(b, ", \"ordinal\": %d}", d->device_ordinal);
+}
+
+/* "pace": the program's host-to-device copies in windows (core/pace.h). */
+static void report_json_pace(struct sbuf *b)
+{
+	struct pace_snapshot p;
+
+	pace_snapshot(&p);
+	sbuf_printf(b, ", \"pace\": {\"window_copies\": %llu, \"copies\": %llu, \"bytes\": %llu, "
+		    "\"ns\": %llu, \"windows\": [", (unsigned long long)p.window_copies,
+		    (unsigned long long)p.copies, (unsigned long long)p.bytes, (unsigned long long)p.ns);
+	for (int i = 0; i < p.nwindows; i++)
+		sbuf_printf(b, "%s[%llu, %llu, %llu]", i ? ", " : "", (unsigned long long)p.w_copies[i],
+			    (unsigned long long)p.w_bytes[i], (unsigned long long)p.w_ns[i]);
+	sbuf_printf(b, "], \"steady\": ");
+	if (p.nwindows == 0)
+		sbuf_printf(b, "null}");
+	else
+		sbuf_printf(b, "{\"from_window\": %d, \"copies\": %llu, \"ns\": %llu, \"ns_per_copy\": %.1f}}",
+			    p.steady_from, (unsigned long long)p.steady_copies, (unsigned long long)p.steady_ns,
+			    p.steady_ns_per_copy);
 }
 
 /* The ledger's settings and the specs with their cost ledgers (json.h; issue 16). */
@@ -125,14 +252,17 @@ int report_format_json(char *buf, size_t len, const struct stats_dump *d)
 	if (d == NULL)
 		d = &none;
 	sbuf_init(&b, buf, len);
-	sbuf_printf(&b, "{\"vrampool\": 1, \"pid\": %ld, \"rank\": ", d->pid);
-	sbuf_json_opt(&b, d->rank);
+	sbuf_printf(&b, "{\"vrampool\": 1, \"format\": %d, \"version\": ", REPORT_FORMAT);
+	sbuf_json_string(&b, VRAMPOOL_VERSION);
+	sbuf_printf(&b, ", \"pid\": %ld, \"rank\": ", d->pid);
+	report_json_rank(&b, d->rank);
 	sbuf_printf(&b, ", \"host\": ");
 	sbuf_json_opt(&b, d->host);
 	sbuf_printf(&b, ", \"enabled\": %s, \"mode\": \"%s\", \"final\": %s, \"ended_by\": ",
 		    stats_global.enabled ? "true" : "false", report_mode_name(stats_global.mode),
 		    d->final ? "true" : "false");
 	sbuf_json_opt(&b, d->ended_by);
+	report_json_run(&b, d);
 	if (stats_elapsed_ns(&e)) {
 		sbuf_printf(&b, ", \"elapsed_s\": %llu.%03llu", (unsigned long long)(e / 1000000000ULL),
 			    (unsigned long long)(e % 1000000000ULL / 1000000ULL));
@@ -213,6 +343,7 @@ int report_format_json(char *buf, size_t len, const struct stats_dump *d)
 			    (unsigned long long)sizes[i].bytes);
 	sbuf_printf(&b, "]");
 	report_json_ledger(&b, d);
+	report_json_pace(&b);
 	sbuf_printf(&b, "}\n");
 	return b.full ? -ENOSPC : (int)b.used;
 }

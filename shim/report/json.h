@@ -17,9 +17,13 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "core/stats.h"
 #include "report/dump.h"
 
-#define REPORT_JSON_MAX 32768   /* a buffer this big always holds the dump */
+#define REPORT_JSON_MAX 65536   /* a buffer this big always holds the dump */
+#define REPORT_FORMAT 2         /* "format": the dump's and telemetry's format version */
+
+struct sbuf;
 
 /*
  * Formats the JSON object of DESIGN.md, one line ending in a newline, into
@@ -59,6 +63,18 @@
  * "device_calls_added", "stood_aside_copies", "stood_aside_bytes",
  * "sampled_copies", "stand_asides", "resumes".
  *
+ * Issue 19 (item 5; the names are fixed, shared with the command):
+ * "format" (REPORT_FORMAT; "vrampool": 1 stays first, so a file's first
+ * bytes say it is a dump), "version" (the tool's, VRAMPOOL_VERSION;
+ * "unknown" in unit-test objects), "rank" now a number (the launcher's
+ * rank variable) or null, "command" (the argument strings, bounded:
+ * d->command; each argument at most 1023 bytes), "started", "ended" (UTC, "2026-12-02T05:00:00.123Z") and
+ * "started_unix_ms", "ended_unix_ms" (null when unknown), "device"
+ * ({"name", "ordinal"} of the device the probe read, or null: no CUDA call
+ * here), and last "pace" (core/pace.h): {"window_copies", "copies",
+ * "bytes", "ns", "windows": [[copies, bytes, ns], ...], "steady":
+ * {"from_window", "copies", "ns", "ns_per_copy"} or null with no copy}.
+ *
  * "reason" is the text the pool set, else, while the pool is not active,
  * what the counters tell (report_reason). The curve is whatif_snapshot's
  * with the pool's budget as an extra point. d may be NULL (defaults:
@@ -69,5 +85,20 @@ int report_format_json(char *buf, size_t len, const struct stats_dump *d);
 
 /* report_format_json written to f (d may be NULL). Returns 0 or -errno. */
 int report_write_json(FILE *f, const struct stats_dump *d);
+
+/* ---- shared with the telemetry line (report.c; issue 19) ---------------------- */
+
+/* "on", "off" or "dry". */
+const char *report_mode_name(enum stats_mode m);
+
+/* rank (digits, at most 9) as a JSON number; NULL or anything else: null. */
+void report_json_rank(struct sbuf *b, const char *rank);
+
+/*
+ * Appends "format", "version", "host" (NULL: null), "rank" (as
+ * report_json_rank), "mode" and "layout" (the spec in use, null when none)
+ * as members of an object: no leading comma.
+ */
+void report_json_ident(struct sbuf *b, const char *host, const char *rank);
 
 #endif

@@ -25,7 +25,9 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/pace.h"
 #include "core/stats.h"
+#include "device/device.h"
 #include "pool/ledger.h"
 #include "pool/whatif.h"
 #include "report/file.h"
@@ -43,6 +45,12 @@ static char report_tele[REPORT_PATH_MAX];       /* the telemetry path; "" none *
 
 static atomic_int report_started;       /* report_start ran in this process */
 
+/* Issue 19: the command line (/proc/self/cmdline, bounded) and the start, read at load time. */
+#define REPORT_COMMAND_MAX 2048
+static char report_command[REPORT_COMMAND_MAX];
+static size_t report_command_len;
+static int64_t report_started_ms;
+
 /* Under report_lock. */
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
 static int report_final_written;
@@ -50,7 +58,17 @@ static char report_json[REPORT_JSON_MAX];
 static char report_text[REPORT_SUMMARY_MAX];
 static int report_tele_fd = -1;
 static int report_dump_err, report_tele_err;    /* the last error logged, so each is logged once */
+static int report_stats_foreign;                /* the stats path holds a file that is no dump (issue 19) */
 static uint64_t report_last_rows = UINT64_MAX;  /* rows seen at the last verbose line */
+
+/* The wall clock in Unix milliseconds. */
+static int64_t report_now_ms(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
 
 static void report_fill(struct stats_dump *d, int final, const char *ended_by)
 {
@@ -63,6 +81,27 @@ static void report_fill(struct stats_dump *d, int final, const char *ended_by)
 	d->ended_by = ended_by;
 	d->ledger_mode = report_cfg ? (int)report_cfg->ledger : 0;
 	d->link_gbps = report_cfg ? report_cfg->link_gbps : 0;
+	d->command = report_command;
+	d->command_len = report_command_len;
+	d->started_ms = report_started_ms;
+	d->ended_ms = report_now_ms();
+	d->device_name = device_probed_name(&d->device_ordinal);
+}
+
+/* Load time (and a forked child): the start, and the command line, its last argument cut to fit. */
+static void report_read_command(void)
+{
+	ssize_t n;
+	int fd;
+
+	report_started_ms = report_now_ms();
+	report_command_len = 0;
+	fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, report_command, sizeof(report_command));
+	close(fd);
+	report_command_len = n > 0 ? (size_t)n : 0;
 }
 
 /* Under report_lock: formats and writes the dump, if one is asked for. */
@@ -71,8 +110,18 @@ static void report_dump(int final, const char *ended_by)
 	struct stats_dump d;
 	int n, err;
 
-	if (report_stats[0] == '\0')
+	if (report_stats[0] == '\0' || report_stats_foreign)
 		return;
+	if (report_path_foreign(report_stats)) {
+		/* issue 19: one line, then no dump for the rest of the run; the job goes on */
+		char shown[512];
+
+		report_stats_foreign = 1;
+		log_line("VRAMPOOL_STATS: '%s' is an existing file that is not a vrampool dump: it is left "
+			 "alone and no dump is written (remove it or name another path)",
+			 log_escape(shown, sizeof(shown), report_stats));
+		return;
+	}
 	report_fill(&d, final, ended_by);
 	n = report_format_json(report_json, sizeof(report_json), &d);
 	err = n < 0 ? n : report_write_file(report_stats, report_json, (size_t)n);
@@ -107,25 +156,26 @@ static int report_format_telemetry(char *buf, size_t len)
 {
 	struct timespec now;
 	uint64_t e;
-	char rank[32], ledger[REPORT_LINE_MAX / 2];
+	char ident[REPORT_LINE_MAX / 2], ledger[REPORT_LINE_MAX / 2];
+	struct sbuf ib;
 	int n;
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	stats_elapsed_ns(&e);
-	if (report_cfg && report_cfg->has_rank)
-		snprintf(rank, sizeof(rank), "\"%s\"", report_cfg->rank);
-	else
-		snprintf(rank, sizeof(rank), "null");
+	/* issue 19: "format", "version", "host", "rank" (a number or null), "mode", "layout" */
+	sbuf_init(&ib, ident, sizeof(ident));
+	report_json_ident(&ib, report_host[0] ? report_host : NULL,
+			  report_cfg && report_cfg->has_rank ? report_cfg->rank : NULL);
 	if (report_telemetry_ledger(ledger, sizeof(ledger)) <= 0)
 		ledger[0] = '\0';
 	n = snprintf(buf, len,
-		     "{\"t\": %lld.%03ld, \"elapsed_s\": %llu.%03llu, \"pid\": %ld, \"rank\": %s, "
+		     "{\"t\": %lld.%03ld, \"elapsed_s\": %llu.%03llu, \"pid\": %ld, %s, "
 		     "\"rows_seen\": %llu, \"rows_hits\": %llu, \"bytes_requested\": %llu, "
 		     "\"bytes_h2d\": %llu, \"bytes_served\": %llu, \"pool_bytes\": %llu, "
 		     "\"pool_budget\": %llu, \"state\": \"%s\"%s}\n",
 		     (long long)now.tv_sec, now.tv_nsec / 1000000L,
 		     (unsigned long long)(e / 1000000000ULL), (unsigned long long)(e % 1000000000ULL / 1000000ULL),
-		     (long)getpid(), rank,
+		     (long)getpid(), ident,
 		     (unsigned long long)stats_get(ST_ROWS_SEEN), (unsigned long long)stats_get(ST_ROWS_HITS),
 		     (unsigned long long)stats_get(ST_BYTES_REQUESTED), (unsigned long long)stats_get(ST_BYTES_H2D),
 		     (unsigned long long)stats_get(ST_BYTES_SERVED), (unsigned long long)stats_get(ST_POOL_BYTES),
@@ -320,6 +370,7 @@ void report_setup(const struct config *c)
 	report_cfg = c;
 	whatif_setup(c->whatif_mem);
 	report_file_setup();
+	report_read_command();
 	if (gethostname(report_host, sizeof(report_host)) != 0)
 		report_host[0] = '\0';
 	report_host[sizeof(report_host) - 1] = '\0';
@@ -341,8 +392,11 @@ void report_atfork_child(void)
 		close(report_tele_fd);
 	report_tele_fd = -1;
 	report_dump_err = report_tele_err = 0;
+	report_stats_foreign = 0;
 	report_last_rows = UINT64_MAX;
 	whatif_reset();
+	pace_reset();                   /* issue 19: the child's pace is its own */
+	report_started_ms = report_now_ms();
 	if (!report_cfg)
 		return;
 	if (report_cfg->dry && !report_cfg->invalid)

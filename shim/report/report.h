@@ -14,9 +14,11 @@
  *    VRAMPOOL_VERBOSE, when rows moved, prints a telemetry line on stderr.
  *    The telemetry line (one JSON object per line, also appended at the
  *    end of the run):
- *      {"t": unix time, "elapsed_s", "pid", "rank", "rows_seen", "rows_hits",
- *       "bytes_requested", "bytes_h2d", "bytes_served", "pool_bytes",
- *       "pool_budget", "state"}
+ *      {"t": unix time, "elapsed_s", "pid", "format", "version", "host",
+ *       "rank" (a number or null), "mode", "layout", "rows_seen",
+ *       "rows_hits", "bytes_requested", "bytes_h2d", "bytes_served",
+ *       "pool_bytes", "pool_budget", "state", "stood_aside", "ledger"}
+ *    (issue 19 added format to layout; docs/schema/ holds its JSON Schema).
  *  - When SIGINT, SIGTERM or SIGHUP ends the job: the summary and the dump
  *    ("ended_by": "SIGTERM"...), then the process dies of the same signal
  *    (same exit status as without the shim). The shim handles only signals

@@ -138,7 +138,8 @@ telemetry_grows() {
 	python3 - "$TMP/tel.jsonl" <<'PY'
 import json, sys
 keys = ["t", "elapsed_s", "pid", "rank", "rows_seen", "rows_hits", "bytes_requested", "bytes_h2d",
-        "bytes_served", "pool_bytes", "pool_budget", "state", "stood_aside", "ledger"]
+        "bytes_served", "pool_bytes", "pool_budget", "state", "stood_aside", "ledger",
+        "format", "version", "host", "mode", "layout"]    # issue 19 (schema.sh validates them)
 rows = [json.loads(l) for l in open(sys.argv[1])]
 assert len(rows) >= 4, len(rows)                  # three while running, one at the end
 for r in rows:
@@ -255,10 +256,10 @@ rank_and_host() {
 		"$TRAINER" --samples 64 --epochs 1 >"$TMP/rank.out" 2>"$TMP/rank.err" &
 	pid=$!
 	wait $pid || return 1
-	json_ok "$TMP/r3-$host-$pid.json" "d['rank'] == '3' and d['host'] is not None and d['pid'] == $pid" || return 1
+	json_ok "$TMP/r3-$host-$pid.json" "d['rank'] == 3 and d['host'] is not None and d['pid'] == $pid" || return 1
 	env -u RANK -u LOCAL_RANK -u OMPI_COMM_WORLD_RANK -u PMI_RANK SLURM_PROCID=5 \
 		VRAMPOOL_STATS="$TMP/s%r.json" LD_PRELOAD="$SHIM" "$TRAINER" --samples 64 --epochs 1 >/dev/null 2>&1 || return 1
-	json_ok "$TMP/s5.json" "d['rank'] == '5'" || return 1
+	json_ok "$TMP/s5.json" "d['rank'] == 5" || return 1
 	env -u RANK -u LOCAL_RANK -u OMPI_COMM_WORLD_RANK -u PMI_RANK -u SLURM_PROCID \
 		VRAMPOOL_STATS="$TMP/n%r.json" LD_PRELOAD="$SHIM" "$TRAINER" --samples 64 --epochs 1 >/dev/null 2>&1 || return 1
 	json_ok "$TMP/n0.json" "d['rank'] is None"

@@ -279,6 +279,35 @@ static void test_file_special_path_written_in_place(void)
 	rmdir(path);
 }
 
+/*
+ * Issue 19: a regular file that is not a dump is not the dump's to
+ * replace; an empty one, a dump, a link (the regular way replaces the
+ * link, not its target) and a FIFO or device are.
+ */
+static void test_file_foreign_regular_file_is_left_alone(void)
+{
+	char path[128], link[128];
+
+	in_tmp(path, sizeof(path), "notes.txt");
+	CU_ASSERT_EQUAL(report_path_foreign(path), 0);		/* nothing there */
+	CU_ASSERT_EQUAL(report_write_file(path, "", 0), 0);
+	CU_ASSERT_EQUAL(report_path_foreign(path), 0);		/* empty */
+	CU_ASSERT_EQUAL(report_write_file(path, "{\"vrampool\": 1, \"pid\": 3}\n", 25), 0);
+	CU_ASSERT_EQUAL(report_path_foreign(path), 0);		/* a dump */
+	CU_ASSERT_EQUAL(report_write_file(path, "{\"vrampool\"", 11), 0);
+	CU_ASSERT_EQUAL(report_path_foreign(path), 1);		/* shorter than a dump's first bytes */
+	CU_ASSERT_EQUAL(report_write_file(path, "precious\n", 9), 0);
+	CU_ASSERT_EQUAL(report_path_foreign(path), 1);
+	CU_ASSERT_EQUAL(report_write_file(path, "{\"vram\": 1, \"pool\": 2}\n", 24), 0);
+	CU_ASSERT_EQUAL(report_path_foreign(path), 1);		/* JSON, but no dump */
+	in_tmp(link, sizeof(link), "notes.link");
+	CU_ASSERT_EQUAL_FATAL(symlink(path, link), 0);
+	CU_ASSERT_EQUAL(report_path_foreign(link), 0);
+	CU_ASSERT_EQUAL(report_path_foreign("/dev/null"), 0);
+	unlink(link);
+	unlink(path);
+}
+
 /* What the race hook puts in place of the path: a link to race_target. */
 static char race_target[128];
 
@@ -810,6 +839,8 @@ static const CU_TestInfo tests[] = {
 	  test_file_special_path_written_in_place },
 	{ "a FIFO or a link to one swapped for a link between the check and the open is never written through",
 	  test_file_swapped_between_check_and_open },
+	{ "a regular file that is not a dump is never the dump's to replace",
+	  test_file_foreign_regular_file_is_left_alone },
 	{ "when every temporary name is taken nothing is written", test_file_every_name_taken },
 	{ "a stats directory that cannot be written is one escaped line at load time",
 	  test_missing_directory_reported_at_load },

@@ -206,7 +206,10 @@ static void test_json_every_key_null_where_unknown(void)
 	static const char *const top[] = { "vrampool", "pid", "rank", "host", "enabled", "mode", "final",
 					   "ended_by", "elapsed_s", "layout", "layout_source", "reason",
 					   "evidence", "suggest", "copies", "bytes", "rows", "pool", "probe",
-					   "time_ns", "whatif", "allocs", "sizes", "ledger", "specs" };
+					   "time_ns", "whatif", "allocs", "sizes", "ledger", "specs",
+					   /* issue 19 */
+					   "format", "version", "command", "started", "started_unix_ms", "ended",
+					   "ended_unix_ms", "device", "pace" };
 	json_t *root, *w, *curve, *pool;
 	size_t i;
 
@@ -221,6 +224,16 @@ static void test_json_every_key_null_where_unknown(void)
 	CU_ASSERT(json_is_null(json_object_get(root, "host")));
 	CU_ASSERT(json_is_null(json_object_get(root, "ended_by")));
 	CU_ASSERT(json_is_null(json_object_get(root, "elapsed_s")));	/* no CUDA call yet */
+	/* issue 19: what is not known is null, the command empty, the pace without a window */
+	CU_ASSERT_EQUAL(json_int_at(root, NULL, "format"), 2);
+	CU_ASSERT(json_is_string(json_object_get(root, "version")));
+	CU_ASSERT_EQUAL(json_array_size(json_object_get(root, "command")), 0);
+	CU_ASSERT(json_is_null(json_object_get(root, "started")));
+	CU_ASSERT(json_is_null(json_object_get(root, "ended_unix_ms")));
+	CU_ASSERT(json_is_null(json_object_get(root, "device")));
+	CU_ASSERT_EQUAL(json_int_at(root, "pace", "copies"), 0);
+	CU_ASSERT_EQUAL(json_array_size(json_object_get(json_object_get(root, "pace"), "windows")), 0);
+	CU_ASSERT(json_is_null(json_object_get(json_object_get(root, "pace"), "steady")));
 	CU_ASSERT(json_is_null(json_object_get(root, "layout_source")));
 	CU_ASSERT(json_is_null(json_object_get(root, "evidence")));
 	CU_ASSERT(json_is_null(json_object_get(root, "suggest")));
@@ -261,8 +274,12 @@ static void test_json_every_key_null_where_unknown(void)
 
 static void test_json_who_and_when(void)
 {
-	struct stats_dump d = { .pid = 5, .rank = "3", .host = "node\x01", .final = 1, .ended_by = "SIGTERM" };
-	json_t *root;
+	static const char cmd[] = "python3\0train.py\0--lr=\"1\"\0cut";
+	struct stats_dump d = { .pid = 5, .rank = "3", .host = "node\x01", .final = 1, .ended_by = "SIGTERM",
+				.command = cmd, .command_len = sizeof(cmd) - 1,
+				.started_ms = 1796187600123, .ended_ms = 951782400999,
+				.device_name = "NVIDIA H200", .device_ordinal = 2 };
+	json_t *root, *c;
 	double e;
 
 	whatif_reset();
@@ -272,7 +289,19 @@ static void test_json_who_and_when(void)
 	usleep(20000);
 	root = dump_json_d(&d);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(root);
-	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "rank"), "3");
+	CU_ASSERT_EQUAL(json_int_at(root, NULL, "rank"), 3);	/* a number (issue 19) */
+	/* issue 19: the command's arguments (the last one cut, unended), the times, the device */
+	c = json_object_get(root, "command");
+	CU_ASSERT_EQUAL(json_array_size(c), 4);
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_array_get(c, 1)), "train.py");
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_array_get(c, 2)), "--lr=\"1\"");
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_array_get(c, 3)), "cut");
+	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "started"), "2026-12-02T05:00:00.123Z");
+	CU_ASSERT_EQUAL(json_int_at(root, NULL, "started_unix_ms"), 1796187600123);
+	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "ended"), "2000-02-29T00:00:00.999Z");	/* a leap day */
+	CU_ASSERT_EQUAL(json_int_at(root, NULL, "ended_unix_ms"), 951782400999);
+	CU_ASSERT_STRING_EQUAL(json_str_at(root, "device", "name"), "NVIDIA H200");
+	CU_ASSERT_EQUAL(json_int_at(root, "device", "ordinal"), 2);
 	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "host"), "node\x01");
 	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "mode"), "dry");
 	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "ended_by"), "SIGTERM");
