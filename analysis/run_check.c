@@ -228,9 +228,14 @@ static int run_check_path(const char *var, const char *pattern, const char *flag
 	else if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode) &&
 		 !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
 		snprintf(why, sizeof(why), "%s is not a regular file, a FIFO or a device", esc(path));
-	else if (foreign && run_foreign_file(path))
+	else if (run_foreign_file(path) && foreign)
 		snprintf(why, sizeof(why), "%s exists and is not a vrampool dump: not overwriting it (--force overwrites it)",
 			 esc(path));
+	else if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && run_foreign_file(path) &&
+		 truncate(path, 0) != 0)
+		/* --force: the library leaves a foreign file alone (never
+		 * overwriting what it did not write), an empty one it fills */
+		snprintf(why, sizeof(why), "cannot empty %s for --force: %s", esc(path), strerror(errno));
 	else
 		run_path_writable(path, why, sizeof(why));
 	if (!why[0])
