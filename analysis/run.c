@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "run.h"
 #include "vrampool.h"
 
@@ -267,6 +268,8 @@ static int run_once(struct run_target *t, const struct run_options *o,
 		close(pipefd[0]);
 		setenv("LD_PRELOAD", preload, 1);
 		child_env_apply(e);
+		/* issue 19: the launcher showed the job's config warnings (run_check); CMD stays silent */
+		setenv(CONFIG_WARNED, "1", 1);
 		execvp(o->cmd[0], o->cmd);
 		child_errno = errno;
 		n = write(pipefd[1], &child_errno, sizeof(child_errno));
