@@ -45,6 +45,7 @@
 #define WHATIF_SUB (1U << WHATIF_SUB_BITS)
 #define WHATIF_BUCKETS ((64 - WHATIF_SUB_BITS + 1) * WHATIF_SUB)
 #define WHATIF_FIRST_SLOTS 65536ULL     /* the table's first size, in entries (1 MiB, the default cap) */
+#define WHATIF_LOG_RATIO 1.18920711500272106672L /* 2^(1/4): WHATIF_LOG_POINTS points cover U down to U/2^9.5 */
 
 struct whatif_entry {
 	uint64_t key;   /* 0: empty */
@@ -401,11 +402,28 @@ uint64_t whatif_served_at(uint64_t b)
 	return served;
 }
 
+/* Inserts b into the increasing budgets of s (no duplicate), when there is room. */
+static void whatif_add_point(struct whatif_snapshot *s, uint64_t b)
+{
+	int i = s->npoints;
+
+	if (i >= WHATIF_MAX_POINTS)
+		return;
+	while (i > 0 && s->budget[i - 1] > b)
+		i--;
+	if (i > 0 && s->budget[i - 1] == b)
+		return;
+	memmove(&s->budget[i + 1], &s->budget[i], (size_t)(s->npoints - i) * sizeof(s->budget[0]));
+	s->budget[i] = b;
+	s->npoints++;
+}
+
 void whatif_snapshot(struct whatif_snapshot *s, uint64_t extra_budget)
 {
 	uint64_t u = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
 	uint64_t step = u / (WHATIF_POINTS - 1), rem = u % (WHATIF_POINTS - 1);
-	int i, n = 0;
+	long double b = (long double)u;
+	int i;
 
 	memset(s, 0, sizeof(*s));
 	s->unique_bytes = u;
@@ -414,17 +432,19 @@ void whatif_snapshot(struct whatif_snapshot *s, uint64_t extra_budget)
 	s->sample_one_in = 1ULL << atomic_load_explicit(&whatif.shift, memory_order_relaxed);
 	s->estimate = atomic_load_explicit(&whatif.estimate, memory_order_relaxed);
 	s->table_bytes = atomic_load_explicit(&whatif.table_bytes, memory_order_relaxed) + sizeof(whatif_hist);
-	for (i = 0; i < WHATIF_POINTS && (u > 0 || i == 0); i++) {
-		uint64_t b = step * (uint64_t)i + rem * (uint64_t)i / (WHATIF_POINTS - 1);
-
-		if (extra_budget > 0 && extra_budget < u && n > 0 && s->budget[n - 1] < extra_budget &&
-		    extra_budget < b)
-			s->budget[n++] = extra_budget;
-		if (n == 0 || b > s->budget[n - 1])
-			s->budget[n++] = b;
+	/* evenly from 0 to U, U itself exact */
+	for (i = 0; i < WHATIF_POINTS && (u > 0 || i == 0); i++)
+		whatif_add_point(s, step * (uint64_t)i + rem * (uint64_t)i / (WHATIF_POINTS - 1));
+	/* below U, WHATIF_LOG_STEPS a power of two, for the small budgets */
+	for (i = 0; i < WHATIF_LOG_POINTS && u > 0; i++) {
+		b /= WHATIF_LOG_RATIO;
+		if (b < 1)
+			break;
+		whatif_add_point(s, (uint64_t)b);
 	}
-	s->npoints = n;
-	s->repeat_bytes = whatif_eval(s->budget, s->served, n);
+	if (extra_budget > 0 && extra_budget < u)
+		whatif_add_point(s, extra_budget);
+	s->repeat_bytes = whatif_eval(s->budget, s->served, s->npoints);
 	s->served[0] = 0;	/* budget 0 holds nothing */
 }
 

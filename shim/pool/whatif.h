@@ -60,7 +60,9 @@
 
 #include "pool/fingerprint.h"
 
-#define WHATIF_POINTS 24        /* curve points in a snapshot (at least 16) */
+#define WHATIF_POINTS 24        /* curve points evenly from 0 to U (at least 16) */
+#define WHATIF_LOG_POINTS 38    /* and points below U, each 2^(1/4) below the last */
+#define WHATIF_MAX_POINTS (WHATIF_POINTS + WHATIF_LOG_POINTS + 1)  /* with the run's budget: at most 63 */
 #define WHATIF_DEFAULT_MEM (1ULL << 20)
 #define WHATIF_MIN_MEM (16ULL << 10)
 
@@ -113,14 +115,18 @@ struct whatif_snapshot {
 	int estimate;                   /* 1 after whatif_set_estimate: copies went unobserved */
 	uint64_t table_bytes;           /* host bytes of the table and the histogram */
 	int npoints;
-	uint64_t budget[WHATIF_POINTS + 2];   /* increasing, 0 first, U last */
-	uint64_t served[WHATIF_POINTS + 2];   /* bytes a pool of that budget would have served */
+	uint64_t budget[WHATIF_MAX_POINTS];   /* increasing, 0 first, U last */
+	uint64_t served[WHATIF_MAX_POINTS];   /* bytes a pool of that budget would have served */
 };
 
 /*
  * Fills s: WHATIF_POINTS points evenly from 0 to U, U included (a single
- * point 0 while U is 0), plus the point at extra_budget when it lies
- * inside (0, U) (the run's actual budget; 0: none). served is
+ * point 0 while U is 0), WHATIF_LOG_POINTS more below U, each 2^(1/4)
+ * below the one before (U/1.19, U/1.41, ... down to U/724 or 1 byte), so
+ * that a budget between two neighbours is within 19% of either or 4.3% of
+ * U from it, at any size, plus the point at extra_budget when it lies
+ * inside (0, U) (the run's actual budget; 0: none). Budgets increase
+ * (no two equal), at most WHATIF_MAX_POINTS of them; served is
  * non-decreasing along the curve.
  */
 void whatif_snapshot(struct whatif_snapshot *s, uint64_t extra_budget);
