@@ -205,10 +205,10 @@ static void child_env_init(struct child_env *e, const struct run_options *o,
 		env_set(e, "VRAMPOOL", NULL);
 	else if (mode)
 		env_set(e, "VRAMPOOL", mode);
+	/* issue 19: the report below is the summary; --verbose adds the library's progress lines only */
 	if (o->verbose)
 		env_set(e, "VRAMPOOL_VERBOSE", "1");
-	else
-		env_set(e, "VRAMPOOL_QUIET", "1");
+	env_set(e, "VRAMPOOL_QUIET", "1");
 }
 
 /* Applies E in this (child) process. */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/config_names.h"
 #include "run.h"
 #include "vrampool.h"
 

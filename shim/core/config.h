@@ -27,7 +27,10 @@
 
 enum budget_kind { BUDGET_AUTO, BUDGET_BYTES, BUDGET_SHARE };
 
-/* Set (to 1) in the environment once this job's configuration warnings were shown. */
+/*
+ * Set (to 1) in the environment once this job's configuration warnings
+ * were shown (config_names.h warns about unknown names).
+ */
 #define CONFIG_WARNED "VRAMPOOL_WARNED"
 
 /* VRAMPOOL_LEDGER (issue 16): the cost ledger decides, is left out, or always pools. */
@@ -119,31 +122,5 @@ int config_expand_path(const char *pattern, long pid, const char *rank, const ch
  */
 int config_stats_path(const struct config *c, long pid, char *out, size_t len);
 
-/*
- * The known VRAMPOOL_* name closest to name (edit distance, a swap of two
- * neighbours counting 1), or NULL when none is close enough to suggest.
- */
-const char *config_closest_name(const char *name);
-
-/*
- * Warns, in one stderr line, about each VRAMPOOL_* name in env (a
- * NULL-terminated list of "NAME=value", as environ) that vrampool does
- * not read, with the closest known name where one is near:
- *   vrampool: unknown variable VRAMPOOL_LAYUOT (did you mean VRAMPOOL_LAYOUT?): not read by vrampool, ignored
- * Known: the library's variables, CONFIG_WARNED and the project's own
- * (VRAMPOOL_BIN, VRAMPOOL_PYENV, ...). Prints nothing when env holds
- * CONFIG_WARNED. Never fatal. Returns the number of unknown names warned about.
- */
-int config_warn_names(char *const *env);
-
-/*
- * The shim's once-per-job warnings, after config_load_secure filled c:
- * config_warn_names over this process's environment; when this process
- * warned about anything (unknown names, cosmetic values), sets
- * CONFIG_WARNED=1 in its environment so that the processes it starts
- * (DataLoader workers) stay silent. Call from the constructor, while the
- * process has one thread (setenv).
- */
-void config_warn_job(const struct config *c);
 
 #endif

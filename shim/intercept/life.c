@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "core/config.h"
+#include "core/config_names.h"
 #include "intercept/dlsym.h"
 #include "intercept/life.h"
 #include "pool/calls.h"

@@ -17,6 +17,7 @@
 
 #include "cunit_main.h"
 #include "core/config.h"
+#include "core/config_names.h"
 #include "core/log.h"
 #include "core/size.h"
 
