@@ -56,25 +56,38 @@ static void env_add(const char *name, const char *value)
 	env[i + 2] = NULL;
 }
 
-/*
- * Runs config_load with stderr captured into out. Returns config_load's
- * result; out holds everything written on file descriptor 2.
- */
-static int load_captured(struct config *c, char *out, size_t len)
+/* What captured() runs: config_load of the fake environment, or config_warn_names of a list. */
+static struct config *cap_config;
+static char *const *cap_list;
+static int cap_rc;
+
+static void cap_load(void)
+{
+	cap_rc = config_load(cap_config, fake_getenv);
+}
+
+static void cap_warn_names(void)
+{
+	cap_rc = config_warn_names(cap_list);
+}
+
+/* Runs fn with file descriptor 2 pointed at a temporary file; out gets what it wrote. */
+static void captured(void (*fn)(void), char *out, size_t len)
 {
 	FILE *tmp = tmpfile();
-	int saved, rc;
+	int saved;
 	size_t n;
 
 	out[0] = '\0';
 	if (tmp == NULL) {
 		CU_FAIL("tmpfile failed");
-		return config_load(c, fake_getenv);
+		fn();
+		return;
 	}
 	fflush(stderr);
 	saved = dup(STDERR_FILENO);
 	dup2(fileno(tmp), STDERR_FILENO);
-	rc = config_load(c, fake_getenv);
+	fn();
 	fflush(stderr);
 	dup2(saved, STDERR_FILENO);
 	close(saved);
@@ -82,7 +95,17 @@ static int load_captured(struct config *c, char *out, size_t len)
 	n = fread(out, 1, len - 1, tmp);
 	out[n] = '\0';
 	fclose(tmp);
-	return rc;
+}
+
+/*
+ * Runs config_load with stderr captured into out. Returns config_load's
+ * result; out holds everything written on file descriptor 2.
+ */
+static int load_captured(struct config *c, char *out, size_t len)
+{
+	cap_config = c;
+	captured(cap_load, out, len);
+	return cap_rc;
 }
 
 static int count_lines(const char *s)
@@ -248,12 +271,14 @@ static void test_switch_spellings(void)
 	expect_good(&c, "VRAMPOOL", "DRY");
 	CU_ASSERT(!c.enabled && c.dry);
 	/* the flags take the same spellings */
-	expect_good(&c, "VRAMPOOL_VERBOSE", "Yes");
-	CU_ASSERT_EQUAL(c.verbose, 1);
-	expect_good(&c, "VRAMPOOL_QUIET", "true");
-	CU_ASSERT_EQUAL(c.quiet, 1);
-	expect_good(&c, "VRAMPOOL_VERBOSE", "off");
-	CU_ASSERT_EQUAL(c.verbose, 0);
+	static const struct { const char *name, *value; int verbose, quiet; } flags[] = {
+		{ "VRAMPOOL_VERBOSE", "Yes", 1, 0 }, { "VRAMPOOL_QUIET", "true", 0, 1 },
+		{ "VRAMPOOL_VERBOSE", "off", 0, 0 }, { "VRAMPOOL_QUIET", "ENABLED", 0, 1 },
+	};
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		expect_good(&c, flags[i].name, flags[i].value);
+		CU_ASSERT(c.verbose == flags[i].verbose && c.quiet == flags[i].quiet);
+	}
 	log_set_verbose(0);
 }
 
@@ -409,13 +434,11 @@ static void test_cosmetic_once_per_job(void)
 	CU_ASSERT_EQUAL(c.warnings, 1);
 	CU_ASSERT_EQUAL(c.warned_before, 1);
 	CU_ASSERT_EQUAL(c.enabled, 1);
+	/* beside a bad pool variable: a line each, only the pool variable turns it off */
 	env_one("VRAMPOOL_TELEMETRY_S", "soon");
 	env_add("VRAMPOOL_SLAB", "huge");
-	CU_ASSERT_EQUAL(load_captured(&c, out, sizeof(out)), 1);
-	CU_ASSERT_EQUAL(count_lines(out), 2);
-	CU_ASSERT_EQUAL(c.invalid, 1);
-	CU_ASSERT_EQUAL(c.warnings, 1);
-	CU_ASSERT(strstr(c.problem, "VRAMPOOL_SLAB") != NULL);
+	CU_ASSERT(load_captured(&c, out, sizeof(out)) == 1 && count_lines(out) == 2);
+	CU_ASSERT(c.invalid == 1 && c.warnings == 1 && strstr(c.problem, "VRAMPOOL_SLAB") != NULL);
 }
 
 static void test_flags_hold_when_others_are_bad(void)
@@ -692,31 +715,19 @@ static void test_expand_env(void)
 	expect_bad(&c, "VRAMPOOL_TELEMETRY", "/tmp/t-%q{x", "expected %q{NAME}");
 }
 
-/*
- * Runs config_warn_names over env with stderr captured into out. Returns
- * its result.
- */
+/* Runs config_warn_names over list with stderr captured into out. Returns its result. */
 static int warn_names_captured(char *const *list, char *out, size_t len)
 {
-	FILE *tmp = tmpfile();
-	int saved, rc;
-	size_t n;
+	cap_list = list;
+	captured(cap_warn_names, out, len);
+	return cap_rc;
+}
 
-	out[0] = '\0';
-	if (tmp == NULL) {
-		CU_FAIL("tmpfile failed");
-		return -1;
-	}
-	saved = dup(STDERR_FILENO);
-	dup2(fileno(tmp), STDERR_FILENO);
-	rc = config_warn_names(list);
-	dup2(saved, STDERR_FILENO);
-	close(saved);
-	rewind(tmp);
-	n = fread(out, 1, len - 1, tmp);
-	out[n] = '\0';
-	fclose(tmp);
-	return rc;
+/* config_warn_job twice, as a process and then its child would. */
+static void cap_warn_job_twice(void)
+{
+	config_warn_job(cap_config);
+	config_warn_job(cap_config);
 }
 
 /* A misspelled VRAMPOOL_* name is warned about in one line, with the closest known name. */
@@ -765,21 +776,8 @@ static void test_warn_job_sets_marker(void)
 	unsetenv(CONFIG_WARNED);
 	setenv("VRAMPOOL_LAYUOT", "u8:3", 1);
 	memset(&c, 0, sizeof(c));
-	{
-		FILE *tmp = tmpfile();
-		int saved = dup(STDERR_FILENO);
-		size_t n;
-
-		dup2(fileno(tmp), STDERR_FILENO);
-		config_warn_job(&c);
-		config_warn_job(&c);
-		dup2(saved, STDERR_FILENO);
-		close(saved);
-		rewind(tmp);
-		n = fread(out, 1, sizeof(out) - 1, tmp);
-		out[n] = '\0';
-		fclose(tmp);
-	}
+	cap_config = &c;
+	captured(cap_warn_job_twice, out, sizeof(out));
 	CU_ASSERT_EQUAL(count_lines(out), 1);
 	CU_ASSERT(strstr(out, "VRAMPOOL_LAYUOT") != NULL);
 	CU_ASSERT_PTR_NOT_NULL(getenv(CONFIG_WARNED));
