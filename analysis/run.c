@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "options.h"
 #include "run.h"
 #include "verdict.h"
@@ -268,10 +269,10 @@ static void child_env_init(struct child_env *e, const struct run_options *o,
 		env_set(e, "VRAMPOOL", NULL);
 	else if (mode)
 		env_set(e, "VRAMPOOL", mode);
+	/* issue 19: the report below is the summary; --verbose adds the library's progress lines only */
 	if (o->verbose)
 		env_set(e, "VRAMPOOL_VERBOSE", "1");
-	else
-		env_set(e, "VRAMPOOL_QUIET", "1");
+	env_set(e, "VRAMPOOL_QUIET", "1");
 }
 
 /* Applies E in this (child) process. */
@@ -331,6 +332,8 @@ static int run_once(struct run_target *t, const struct run_options *o,
 		close(pipefd[0]);
 		setenv("LD_PRELOAD", preload, 1);
 		child_env_apply(e);
+		/* issue 19: the launcher showed the job's config warnings (run_check); CMD stays silent */
+		setenv(CONFIG_WARNED, "1", 1);
 		execvp(o->cmd[0], o->cmd);
 		child_errno = errno;
 		n = write(pipefd[1], &child_errno, sizeof(child_errno));

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/config_names.h"
 #include "run.h"
 #include "vrampool.h"
 
@@ -88,6 +89,7 @@ static int run_check_variables(const struct child_env *e, const struct run_optio
 	checked_env = e;
 	bad = config_load(c, child_getenv);
 	checked_env = NULL;
+	config_warn_names(environ);     /* issue 19: unknown VRAMPOOL_* names, one line, never fatal */
 	dup2(saved, STDERR_FILENO);
 	close(saved);
 	while (len + 1 < sizeof(out) &&

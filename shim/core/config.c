@@ -3,9 +3,11 @@
  *
  * Every parser here is strict (no sign, no spaces, no trailing junk) and
  * never fatal: a bad value costs one stderr line naming the variable, the
- * value and what was expected, leaves the default in place and turns the
- * pool off for the run. VRAMPOOL_VERBOSE and VRAMPOOL_QUIET are read first
- * so they hold whatever else is wrong.
+ * value and what was expected, and leaves the default in place. A variable
+ * that decides what the pool does then turns the pool off for the run; a
+ * cosmetic one (VRAMPOOL_VERBOSE, VRAMPOOL_QUIET, VRAMPOOL_TELEMETRY_S) is
+ * only warned about, once per job (CONFIG_WARNED). VRAMPOOL_VERBOSE and
+ * VRAMPOOL_QUIET are read first so they hold whatever else is wrong.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -24,6 +26,7 @@
 #define TIB (1024ULL * GIB)
 
 #define CONFIG_SHOW_MAX 64	/* longest value quoted in an error line */
+#define CONFIG_ENV_NAME_MAX 255	/* longest NAME of %q{NAME} */
 
 /*
  * Copies value into out for quoting: at most CONFIG_SHOW_MAX characters,
@@ -44,6 +47,30 @@ static const char *config_show(char *out, size_t outlen, const char *value)
 	return out;
 }
 
+/*
+ * Reads "{NAME}" at s, NAME an environment variable's name ([A-Za-z_]
+ * then [A-Za-z0-9_], at most CONFIG_ENV_NAME_MAX characters). Returns the
+ * characters it spans, braces included, or 0 when malformed; name (when
+ * not NULL, of CONFIG_ENV_NAME_MAX + 1 bytes) gets NAME.
+ */
+static size_t config_env_name(const char *s, char *name)
+{
+	size_t n = 0;
+
+	if (s[0] != '{' || !(isalpha((unsigned char)s[1]) || s[1] == '_'))
+		return 0;
+	while (isalnum((unsigned char)s[1 + n]) || s[1 + n] == '_')
+		if (++n > CONFIG_ENV_NAME_MAX)
+			return 0;
+	if (s[1 + n] != '}')
+		return 0;
+	if (name) {
+		memcpy(name, s + 1, n);
+		name[n] = '\0';
+	}
+	return n + 2;
+}
+
 /* The configuration being loaded, so a complaint can be kept for the dump. */
 static struct config *config_cur;
 
@@ -56,6 +83,41 @@ static void config_complain(const char *name, const char *value, const char *why
 	log_line("%s='%s' %s; running as pass-through", name, show, why);
 	if (config_cur && config_cur->problem[0] == '\0')
 		snprintf(config_cur->problem, sizeof(config_cur->problem), "%s='%s' %s", name, show, why);
+}
+
+/*
+ * Warns about a cosmetic variable's malformed value (the default is kept,
+ * the pool runs), unless this job's warnings were shown already
+ * (CONFIG_WARNED set). Counted in warnings, not in invalid.
+ */
+static void config_warn(const char *name, const char *value, const char *why, const char *dflt)
+{
+	char show[CONFIG_SHOW_MAX + 8];
+
+	config_cur->warnings++;
+	if (config_cur->warned_before)
+		return;
+	config_show(show, sizeof(show), value);
+	log_line("%s='%s' %s; ignored, the default (%s) is used", name, show, why, dflt);
+}
+
+/*
+ * The usual spellings of a switch, case-insensitive: 1 for on, 1, true,
+ * yes, enable, enabled; 0 for off, 0, false, no, disable, disabled; -1
+ * for anything else.
+ */
+static int config_onoff(const char *v)
+{
+	static const char *const on[] = { "on", "1", "true", "yes", "enable", "enabled" };
+	static const char *const off[] = { "off", "0", "false", "no", "disable", "disabled" };
+
+	for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++) {
+		if (strcasecmp(v, on[i]) == 0)
+			return 1;
+		if (strcasecmp(v, off[i]) == 0)
+			return 0;
+	}
+	return -1;
 }
 
 /*
@@ -96,19 +158,22 @@ static const char *config_get(const char *(*get)(const char *name), const char *
 	return (v != NULL && v[0] != '\0') ? v : NULL;
 }
 
-/* Parses a 0/1 flag; returns 0 or -EINVAL after complaining. */
-static int config_flag(const char *(*get)(const char *name), const char *name, int *out)
+/*
+ * Parses a cosmetic flag (1, 0 or another spelling config_onoff knows);
+ * a bad value is warned about and leaves *out as it is.
+ */
+static void config_flag(const char *(*get)(const char *name), const char *name, int *out)
 {
 	const char *v = config_get(get, name);
+	int on;
 
 	if (v == NULL)
-		return 0;
-	if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0) {
-		*out = v[0] == '1';
-		return 0;
-	}
-	config_complain(name, v, "is not a flag (expected 0 or 1)");
-	return -EINVAL;
+		return;
+	on = config_onoff(v);
+	if (on >= 0)
+		*out = on;
+	else
+		config_warn(name, v, "is not a flag (expected 1 or 0)", *out ? "1" : "0");
 }
 
 /*
@@ -146,6 +211,26 @@ static int config_int(const char *(*get)(const char *name), const char *name,
 	return config_number(get, name, size_parse_uint, expected, min, max, NULL, out);
 }
 
+/*
+ * VRAMPOOL_TELEMETRY_S, cosmetic: seconds from 1 to 86400; a bad value is
+ * warned about and the default kept.
+ */
+static void config_interval(struct config *c, const char *(*get)(const char *name))
+{
+	const char *v = config_get(get, "VRAMPOOL_TELEMETRY_S");
+	char dflt[32];
+	uint64_t n;
+
+	if (v == NULL)
+		return;
+	if (size_parse_uint(v, &n) == 0 && n >= 1 && n <= 86400) {
+		c->telemetry_s = n;
+		return;
+	}
+	snprintf(dflt, sizeof(dflt), "%llu s", (unsigned long long)c->telemetry_s);
+	config_warn("VRAMPOOL_TELEMETRY_S", v, "is not an interval (expected seconds from 1 to 86400)", dflt);
+}
+
 /* A size in [min, max]; range says what is expected when it lies outside. */
 static int config_size(const char *(*get)(const char *name), const char *name,
 		       uint64_t min, uint64_t max, const char *range, uint64_t *out)
@@ -154,22 +239,25 @@ static int config_size(const char *(*get)(const char *name), const char *name,
 			     min, max, range, out);
 }
 
-/* VRAMPOOL: on, off, 1, 0 or dry. */
+/* VRAMPOOL: on or off in the usual spellings (config_onoff), or dry; case-insensitive. */
 static int config_switch(struct config *c, const char *(*get)(const char *name))
 {
 	const char *v = config_get(get, "VRAMPOOL");
+	int on;
 
-	if (v == NULL || strcmp(v, "on") == 0 || strcmp(v, "1") == 0)
+	if (v == NULL)
 		return 0;
-	if (strcmp(v, "off") == 0 || strcmp(v, "0") == 0) {
-		c->off = 1;
+	on = config_onoff(v);
+	if (on >= 0) {
+		c->off = !on;
 		return 0;
 	}
-	if (strcmp(v, "dry") == 0) {
+	if (strcasecmp(v, "dry") == 0) {
 		c->dry = 1;
 		return 0;
 	}
-	config_complain("VRAMPOOL", v, "is not a switch (expected on, off, 1, 0 or dry)");
+	config_complain("VRAMPOOL", v, "is not a switch (expected on, off or dry; 1, true, yes, enable(d) "
+			"are on, 0, false, no, disable(d) are off)");
 	return -EINVAL;
 }
 
@@ -267,10 +355,13 @@ static int config_ledger(struct config *c, const char *(*get)(const char *name))
 	return -EINVAL;
 }
 
-/* A path variable (VRAMPOOL_STATS, VRAMPOOL_TELEMETRY): any path that fits out. */
+/*
+ * A path variable (VRAMPOOL_STATS, VRAMPOOL_TELEMETRY): any path that fits
+ * out, whose every %q is %q{NAME}.
+ */
 static int config_path(const char *(*get)(const char *name), const char *name, char *out, size_t len)
 {
-	const char *v = config_get(get, name);
+	const char *v = config_get(get, name), *p;
 	size_t n;
 
 	if (v == NULL)
@@ -279,6 +370,13 @@ static int config_path(const char *(*get)(const char *name), const char *name, c
 	if (n >= len) {
 		config_complain(name, v, "is too long (expected a path under 4096 characters)");
 		return -EINVAL;
+	}
+	for (p = strstr(v, "%q"); p; p = strstr(p + 2, "%q")) {
+		if (config_env_name(p + 2, NULL) == 0) {
+			config_complain(name, v, "has a malformed %q (expected %q{NAME}, NAME an environment "
+					"variable's name)");
+			return -EINVAL;
+		}
 	}
 	memcpy(out, v, n + 1);
 	return 0;
@@ -335,8 +433,9 @@ int config_load_secure(struct config *c, const char *(*get)(const char *name),
 	c->telemetry_s = 10;
 	c->whatif_mem = MIB;              /* issue 16: a sampled curve (whatif.h) */
 
-	bad += config_flag(get, "VRAMPOOL_VERBOSE", &c->verbose) < 0;
-	bad += config_flag(get, "VRAMPOOL_QUIET", &c->quiet) < 0;
+	c->warned_before = config_get(get, CONFIG_WARNED) != NULL;
+	config_flag(get, "VRAMPOOL_VERBOSE", &c->verbose);
+	config_flag(get, "VRAMPOOL_QUIET", &c->quiet);
 	log_set_verbose(c->verbose);
 
 	bad += config_switch(c, get) < 0;
@@ -352,8 +451,7 @@ int config_load_secure(struct config *c, const char *(*get)(const char *name),
 	bad += config_int(get, "VRAMPOOL_THREADS", 1, 256,
 			  "is not a thread count (expected an integer from 1 to 256)", &threads) < 0;
 	c->threads = (unsigned)threads;
-	bad += config_int(get, "VRAMPOOL_TELEMETRY_S", 1, 86400,
-			  "is not an interval (expected seconds from 1 to 86400)", &c->telemetry_s) < 0;
+	config_interval(c, get);
 	bad += config_size(get, "VRAMPOOL_WHATIF_MEM", 16 * KIB, TIB,
 			   "is out of range (expected a size from 16K to 1T)", &c->whatif_mem) < 0;
 	bad += config_ledger(c, get) < 0;
@@ -368,58 +466,103 @@ int config_load_secure(struct config *c, const char *(*get)(const char *name),
 	return bad;
 }
 
-/* Appends s to out at *k, each byte through the host filter when host is set. */
-static int config_append(char *out, size_t len, size_t *k, const char *s, int host)
+/*
+ * How config_append filters what it copies: a rank or pid as it is; a host
+ * name to [A-Za-z0-9._-] (others '_'; "", "." and ".." become "_"); an
+ * environment value ('/' and control characters '_'; "." and ".." "_").
+ */
+enum config_filter { CONFIG_AS_IS, CONFIG_HOST, CONFIG_ENV };
+
+/* Appends s to out at *k through the filter f. Returns 0 or -ENAMETOOLONG. */
+static int config_append(char *out, size_t len, size_t *k, const char *s, enum config_filter f)
 {
-	if (host && (strcmp(s, ".") == 0 || strcmp(s, "..") == 0 || s[0] == '\0'))
+	if ((f != CONFIG_AS_IS && (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)) ||
+	    (f == CONFIG_HOST && s[0] == '\0'))
 		s = "_";
 	for (; *s != '\0'; s++) {
 		char ch = *s;
 
 		if (*k + 1 >= len)
 			return -ENAMETOOLONG;
-		if (host && !isalnum((unsigned char)ch) && ch != '.' && ch != '_' && ch != '-')
+		if (f == CONFIG_HOST && !isalnum((unsigned char)ch) && ch != '.' && ch != '_' && ch != '-')
+			ch = '_';
+		if (f == CONFIG_ENV && (ch == '/' || (unsigned char)ch < 0x20 || ch == 0x7f))
 			ch = '_';
 		out[(*k)++] = ch;
 	}
 	return 0;
 }
 
-int config_expand_path(const char *pattern, long pid, const char *rank, const char *host,
-		       char *out, size_t len)
+/*
+ * Expands the escape at pattern ('%' and a letter) into out at *k.
+ * Returns the characters it spans (0: not an escape, copied as it is),
+ * or a negative errno.
+ */
+static int config_escape(const char *pattern, long pid, const char *rank, const char *host,
+			 const char *(*get)(const char *name), char *out, size_t len, size_t *k)
 {
-	char num[24];
+	char num[24], name[CONFIG_ENV_NAME_MAX + 1];
+	const char *v;
+	size_t n;
+	int err;
+
+	switch (pattern[1]) {
+	case 'p':
+		snprintf(num, sizeof(num), "%ld", pid);
+		err = config_append(out, len, k, num, CONFIG_AS_IS);
+		return err ? err : 2;
+	case 'r':
+		err = config_append(out, len, k, rank && rank[0] ? rank : "norank", CONFIG_AS_IS);
+		return err ? err : 2;
+	case 'h':
+		err = config_append(out, len, k, host ? host : "", CONFIG_HOST);
+		return err ? err : 2;
+	case 'q':
+		n = config_env_name(pattern + 2, name);
+		if (n == 0)
+			return -EINVAL;
+		v = get ? get(name) : NULL;
+		err = config_append(out, len, k, v ? v : "", CONFIG_ENV);
+		return err ? err : (int)n + 2;
+	default:
+		return 0;
+	}
+}
+
+int config_expand_path_env(const char *pattern, long pid, const char *rank, const char *host,
+			   const char *(*get)(const char *name), char *out, size_t len)
+{
 	size_t k = 0;
+	int n;
 
 	if (len == 0)
 		return -ENAMETOOLONG;
 	while (*pattern != '\0') {
-		int err = 0;
-
-		if (pattern[0] == '%' && (pattern[1] == 'p' || pattern[1] == 'r' || pattern[1] == 'h')) {
-			if (pattern[1] == 'p') {
-				snprintf(num, sizeof(num), "%ld", pid);
-				err = config_append(out, len, &k, num, 0);
-			} else if (pattern[1] == 'r') {
-				err = config_append(out, len, &k, rank ? rank : "0", 0);
-			} else {
-				err = config_append(out, len, &k, host ? host : "", 1);
-			}
-			pattern += 2;
-		} else if (k + 1 >= len) {
-			err = -ENAMETOOLONG;
-		} else {
-			out[k++] = *pattern++;
+		n = pattern[0] == '%' ? config_escape(pattern, pid, rank, host, get, out, len, &k) : 0;
+		if (n < 0)
+			goto out_fail;
+		if (n > 0) {
+			pattern += n;
+			continue;
 		}
-		if (err)
-			goto out_too_long;
+		if (k + 1 >= len) {
+			n = -ENAMETOOLONG;
+			goto out_fail;
+		}
+		out[k++] = *pattern++;
 	}
 	out[k] = '\0';
 	return 0;
 
-out_too_long:
+out_fail:
 	out[0] = '\0';
-	return -ENAMETOOLONG;
+	return n;
+}
+
+int config_expand_path(const char *pattern, long pid, const char *rank, const char *host,
+		       char *out, size_t len)
+{
+	return config_expand_path_env(pattern, pid, rank, host, config_secure_getenv, out, len);
 }
 
 int config_stats_path(const struct config *c, long pid, char *out, size_t len)
@@ -429,5 +572,5 @@ int config_stats_path(const struct config *c, long pid, char *out, size_t len)
 	if (gethostname(host, sizeof(host)) != 0)
 		host[0] = '\0';
 	host[sizeof(host) - 1] = '\0';
-	return config_expand_path(c->stats_path, pid, c->rank[0] ? c->rank : "0", host, out, len);
+	return config_expand_path(c->stats_path, pid, c->has_rank ? c->rank : NULL, host, out, len);
 }

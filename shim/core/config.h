@@ -2,8 +2,15 @@
  * config: every VRAMPOOL_* variable of DESIGN.md, parsed once at start.
  *
  * A malformed value is never fatal: config_load prints one line on stderr
- * naming the variable and what was expected, marks the configuration
- * invalid, and the shim then runs as a counting pass-through. Parsing is
+ * naming the variable and what was expected. A variable that decides what
+ * the pool does marks the configuration invalid, and the shim then runs
+ * as a counting pass-through; a cosmetic one (VRAMPOOL_VERBOSE,
+ * VRAMPOOL_QUIET, VRAMPOOL_TELEMETRY_S) is warned about and its default
+ * used. Warnings that need not repeat in every process of a job (cosmetic
+ * values, unknown VRAMPOOL_* names) are shown once per job: the launcher
+ * or the first process that shows them sets CONFIG_WARNED in the
+ * environment its children inherit, and a process that finds it set
+ * stays silent about them. Parsing is
  * pure (the environment comes through getenv-like callbacks) so the unit
  * tests drive it without touching the process environment. Path variables
  * (VRAMPOOL_STATS, VRAMPOOL_TELEMETRY) come through a getter of their own,
@@ -20,6 +27,12 @@
 
 enum budget_kind { BUDGET_AUTO, BUDGET_BYTES, BUDGET_SHARE };
 
+/*
+ * Set (to 1) in the environment once this job's configuration warnings
+ * were shown (config_names.h warns about unknown names).
+ */
+#define CONFIG_WARNED "VRAMPOOL_WARNED"
+
 /* VRAMPOOL_LEDGER (issue 16): the cost ledger decides, is left out, or always pools. */
 enum ledger_mode { LEDGER_ON, LEDGER_OFF, LEDGER_FORCE };
 
@@ -27,7 +40,9 @@ struct config {
 	int enabled;            /* the pool may act: VRAMPOOL on (not off, 0 or dry) and every value valid */
 	int off;                /* VRAMPOOL=off or 0 asked for pass-through */
 	int dry;                /* VRAMPOOL=dry: fingerprint and index, no device memory or work of its own */
-	int invalid;            /* number of malformed variables seen */
+	int invalid;            /* number of malformed variables seen that turn the pool off */
+	int warnings;           /* number of cosmetic variables with a malformed value (default used) */
+	int warned_before;      /* CONFIG_WARNED was set: this job's warnings were shown already */
 	char problem[256];      /* the first malformed variable's message (the dump's "reason"), or empty */
 	int has_layout;         /* VRAMPOOL_LAYOUT set and valid */
 	struct layout layout;
@@ -52,7 +67,8 @@ struct config {
 	 * The process's rank in a distributed job: the first of RANK,
 	 * LOCAL_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID that is set
 	 * to a decimal number (at most 9 digits; other values are skipped, as
-	 * they would not be safe in a file name). "0" and has_rank 0 when none.
+	 * they would not be safe in a file name). "0" and has_rank 0 when none
+	 * (a path's %r then expands to "norank", config_stats_path).
 	 */
 	char rank[16];
 	int has_rank;
@@ -63,8 +79,14 @@ struct config {
  * get_path (pass getenv and config_secure_getenv in the shim). Prints one
  * stderr line per malformed variable, for example
  *   vrampool: VRAMPOOL_SLAB='12Q' is not a size (expected e.g. 64M, 1G); running as pass-through
- * and returns the number of malformed variables (0 when all are good).
- * Always leaves c usable: defaults for the bad ones, enabled = 0.
+ *   vrampool: VRAMPOOL_QUIET='2' is not a flag (expected 1 or 0); ignored, the default (0) is used
+ * (the second kind, cosmetic, only when get has no CONFIG_WARNED) and
+ * returns the number of malformed variables that turn the pool off (0
+ * when all are good; cosmetic ones are counted in c->warnings). Always
+ * leaves c usable: defaults for the bad ones, enabled = 0 for the first kind.
+ * VRAMPOOL takes on, off and dry, with on and off in the usual spellings
+ * (1, true, yes, enable, enabled; 0, false, no, disable, disabled), any
+ * case; VRAMPOOL_VERBOSE and VRAMPOOL_QUIET the same spellings of 1 and 0.
  */
 int config_load_secure(struct config *c, const char *(*get)(const char *name),
 		       const char *(*get_path)(const char *name));
@@ -76,18 +98,29 @@ int config_load(struct config *c, const char *(*get)(const char *name));
 const char *config_secure_getenv(const char *name);
 
 /*
- * Expands pattern into out: "%p" the pid, "%r" rank, "%h" host (its
+ * Expands pattern into out: "%p" the pid, "%r" rank ("norank" when rank
+ * is NULL or empty, so that it never collides with rank 0), "%h" host (its
  * characters outside [A-Za-z0-9._-] become '_', and "." or ".." becomes
- * "_", so a host name cannot climb out of the directory); any other '%' is
- * copied as it is (there is no "%%" escape). Returns 0 or -ENAMETOOLONG.
+ * "_", so a host name cannot climb out of the directory), "%q{NAME}" the
+ * value get returns for NAME ('/' and control characters become '_', "."
+ * or ".." "_"; empty when unset or get is NULL); any other '%' is copied as
+ * it is (there is no "%%" escape). Returns 0, -ENAMETOOLONG, or -EINVAL
+ * for a "%q" not followed by "{NAME}" (NAME: [A-Za-z_][A-Za-z0-9_]*, at
+ * most 255 characters); out is "" on an error.
  */
+int config_expand_path_env(const char *pattern, long pid, const char *rank, const char *host,
+			   const char *(*get)(const char *name), char *out, size_t len);
+
+/* config_expand_path_env with %q read through config_secure_getenv. */
 int config_expand_path(const char *pattern, long pid, const char *rank, const char *host,
 		       char *out, size_t len);
 
 /*
- * The stats path of c expanded for pid, c's rank and this machine's host
- * name (config_expand_path). Returns 0 or -ENAMETOOLONG.
+ * The stats path of c expanded for pid, c's rank (none: "norank") and
+ * this machine's host name (config_expand_path). Returns 0 or a negative
+ * errno as config_expand_path does.
  */
 int config_stats_path(const struct config *c, long pid, char *out, size_t len);
+
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "core/config.h"
+#include "core/config_names.h"
 #include "intercept/dlsym.h"
 #include "intercept/life.h"
 #include "pool/calls.h"
@@ -33,6 +34,7 @@ __attribute__((constructor(101))) static void vp_init(void)
 
 	vp_dl_init_real();
 	config_load_secure(&vp_config, vp_getenv, config_secure_getenv);
+	config_warn_job(&vp_config);   /* unknown VRAMPOOL_* names, once per job (issue 19) */
 	calls_setup(&vp_config);
 	report_setup(&vp_config);      /* also sets up the what-if curve */
 	pthread_atfork(NULL, NULL, vp_atfork_child);

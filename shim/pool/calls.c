@@ -69,8 +69,14 @@ static void calls_autolayout(const void *src, uint64_t n)
 	if (device_open() || device_classify(src, &kind, &ord, NULL) ||
 	    (kind != DEV_MEM_UNREGISTERED && kind != DEV_MEM_HOST))
 		return;
-	if (!autolayout_observe(src, n))
+	if (!autolayout_observe(src, n)) {
+		/* VRAMPOOL_LAYOUT=auto: what it has examined so far, for a job that ends first (issue 19) */
+		if (c->layout.is_auto) {
+			autolayout_result(&res);
+			stats_set_text(STATS_EVIDENCE, "%s", res.evidence);
+		}
 		return;
+	}
 	autolayout_result(&res);
 	if (res.state == AUTOLAYOUT_FOUND && c->layout.is_auto) {
 		calls_auto = res.layout;
@@ -86,7 +92,9 @@ static void calls_autolayout(const void *src, uint64_t n)
 	} else {
 		stats_set_text(STATS_EVIDENCE, "%s", res.evidence);
 		if (c->layout.is_auto)
-			stats_set_text(STATS_REASON, "VRAMPOOL_LAYOUT=auto found no layout: %s", res.evidence);
+			stats_set_text(STATS_REASON, "VRAMPOOL_LAYOUT=auto found no layout: %s; rows that never "
+				       "repeat cannot be pooled (move random augmentation after the copy, or "
+				       "leave VRAMPOOL_LAYOUT unset)", res.evidence);
 		log_verbose("no layout found: %s", res.evidence);
 	}
 	atomic_store_explicit(&calls_auto_state, (int)res.state, memory_order_release);
@@ -184,6 +192,25 @@ static int calls_h2d_sync(void *arg, uint64_t off, uint64_t len)
  * divides (several: the content picks the spec, specpick.h). Returns 1
  * with *err the forward's status when it took the copy, else 0.
  */
+/*
+ * The what-if curve's share of a copy stood aside (issue 19: the curve
+ * stays true): a content sample of its rows where they are large enough
+ * (whatif_observe_sparse) and the source is host memory, asked of the
+ * driver first, since nothing else has looked at it; else the mark that
+ * the curve is an estimate.
+ */
+static void calls_aside_whatif(const struct copy_call *c, uint64_t row)
+{
+	enum dev_mem kind;
+	int ord;
+
+	if (row >= WHATIF_SPARSE_MIN_ROW && device_classify(c->src, &kind, &ord, NULL) == 0 &&
+	    (kind == DEV_MEM_UNREGISTERED || kind == DEV_MEM_HOST))
+		whatif_observe_sparse(c->src, c->n / row, row);
+	else
+		whatif_set_unobserved();
+}
+
 static int calls_aside(struct copy_call *c, const struct layout *l, int *err)
 {
 	struct layout_hit hit;
@@ -208,6 +235,7 @@ static int calls_aside(struct copy_call *c, const struct layout *l, int *err)
 	stats_add(ST_BYTES_H2D, c->n);
 	ledger_count_aside(&ledger_board[slot], c->n, hit.row);
 	calls_count(c->n, c->driver, CL_POOL);
+	calls_aside_whatif(c, hit.row);
 	return 1;
 }
 
@@ -352,12 +380,11 @@ static void calls_initial_state(void)
 	} else if (!c->has_layout) {
 		stats_set_state(POOL_OFF);
 		stats_set_text(STATS_REASON, "no VRAMPOOL_LAYOUT set");
-	} else if (c->layout.is_auto) {
-		stats_set_state(POOL_DORMANT);
-		stats_set_text(STATS_REASON, "VRAMPOOL_LAYOUT=auto: looking for the row size");
 	} else {
+		/* auto looking, or a layout waiting for its matched copies: report/reason.c
+		 * says which from the counters (issue 19: no copy matched, sizes seen) */
 		stats_set_state(POOL_DORMANT);
-		stats_set_text(STATS_REASON, "the probe waits for VRAMPOOL_PROBE_AFTER matched copies");
+		stats_set_text(STATS_REASON, "%s", "");
 	}
 }
 

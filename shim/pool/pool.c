@@ -316,9 +316,9 @@ static int pool_copy_full(struct pool_copy_ctx *x, struct backoff *b)
 	if (event) {
 		stats_add(ST_BACKOFF_EVENTS, 1);
 		stats_set_stood_down(1);
-		stats_set_text(STATS_REASON, "rows did not repeat: pooling stood down after %llu copies; "
-			       "host-side random augmentation makes every epoch unique",
-			       (unsigned long long)p->matched_seen);
+		/* why, the what-if curve tells at report time (report_repeat_why, issue 19) */
+		stats_set_text(STATS_REASON, "rows did not hit the pool and it can admit no more: pooling "
+			       "stood down after %llu copies", (unsigned long long)p->matched_seen);
 		log_verbose("rows did not repeat in the last %d copies and the pool cannot admit more: "
 			    "pooling stands down (one copy in %d is sampled)", BACKOFF_WINDOW,
 			    BACKOFF_SAMPLE_EVERY);
@@ -458,6 +458,8 @@ int pool_copy(struct pool *p, const struct pool_request *r)
 		if (route == POOL_ROUTE_PASS)
 			stats_add(ST_STOOD_DOWN_CALLS, 1);
 		err = pool_copy_plain(&x);
+		if (route == POOL_ROUTE_PASS && !err)
+			pool_copy_unhashed(&x);    /* issue 19: the curve stays true */
 		goto out;
 	case POOL_ROUTE_ASIDE:
 		err = pool_copy_aside(&x, slot);

@@ -45,6 +45,15 @@ int pool_copy_plain(struct pool_copy_ctx *x)
 	return 0;
 }
 
+void pool_copy_unhashed(struct pool_copy_ctx *x)
+{
+	/* issue 19: the what-if curve stays true while copies go straight through */
+	if (x->r->row >= WHATIF_SPARSE_MIN_ROW)
+		whatif_observe_sparse(x->r->src, x->nrows, x->r->row);
+	else
+		whatif_set_unobserved();
+}
+
 /* Fingerprints the copy's rows into x->fps. */
 void pool_fingerprint(struct pool_copy_ctx *x)
 {
@@ -108,6 +117,8 @@ static uint32_t pool_sample_rows(struct pool_copy_ctx *x, uint32_t *hits, uint32
 int pool_copy_sample(struct pool_copy_ctx *x, uint32_t *rows, uint32_t *hits, uint32_t *repeats)
 {
 	int err = pool_copy_plain(x);
+
+	pool_copy_unhashed(x);
 
 	*repeats = 0;
 	*rows = pool_sample_rows(x, hits, repeats);
@@ -180,6 +191,7 @@ int pool_copy_aside(struct pool_copy_ctx *x, int slot)
 
 	stats_add(ST_STOOD_ASIDE_CALLS, 1);
 	err = pool_copy_plain(x);
+	pool_copy_unhashed(x);
 	pthread_mutex_lock(&p->mu);
 	s.can_admit = pool_can_admit(p) || !p->decided;
 	pthread_mutex_unlock(&p->mu);

@@ -56,6 +56,15 @@ enum pool_route pool_route(struct pool *p, const struct pool_request *r, int slo
 int pool_copy_plain(struct pool_copy_ctx *x);
 
 /*
+ * Shows the what-if curve the rows of a copy sent without their hashes
+ * (stood down or aside): a content sample of them (whatif_observe_sparse)
+ * where rows are at least WHATIF_SPARSE_MIN_ROW bytes, else only the mark
+ * that the curve is an estimate (for small rows, reading them would cost
+ * what standing aside saves).
+ */
+void pool_copy_unhashed(struct pool_copy_ctx *x);
+
+/*
  * Around a send of x's whole copy when x->measure is set (pool.c's send
  * wrapper): pool_link_begin clears x->measure, records the meter's first
  * event on the stream and returns 1, or 0 when no measurement began

@@ -45,6 +45,9 @@
 #define WHATIF_SUB (1U << WHATIF_SUB_BITS)
 #define WHATIF_BUCKETS ((64 - WHATIF_SUB_BITS + 1) * WHATIF_SUB)
 #define WHATIF_FIRST_SLOTS 65536ULL     /* the table's first size, in entries (1 MiB, the default cap) */
+#define WHATIF_PREKEY_WORDS 8           /* words of a row its sparse sampling key reads */
+#define WHATIF_SPARSE_BATCH 64          /* sampled rows fingerprinted before the lock is taken */
+#define WHATIF_LOG_RATIO 1.18920711500272106672L /* 2^(1/4): WHATIF_LOG_POINTS points cover U down to U/2^9.5 */
 
 struct whatif_entry {
 	uint64_t key;   /* 0: empty */
@@ -65,6 +68,8 @@ static struct {
 	_Atomic uint64_t total;         /* T: bytes of every sighting, exact */
 	_Atomic uint64_t tracked;       /* entries in the table */
 	_Atomic int estimate;           /* whatif_set_estimate: copies went unobserved */
+	_Atomic int unobserved;         /* whatif_set_unobserved: copies not even sampled */
+	_Atomic int sparse;             /* whatif_observe_sparse ran: some rows stand for 2^WHATIF_SPARSE_SHIFT */
 	_Atomic uint64_t table_bytes;   /* bytes of the table */
 } whatif = { .lock = PTHREAD_MUTEX_INITIALIZER, .max_slots = WHATIF_DEFAULT_MEM / sizeof(struct whatif_entry) };
 
@@ -128,6 +133,12 @@ void whatif_repeat_many(const uint64_t *pos, const uint64_t *bytes, uint64_t n)
 		atomic_fetch_add_explicit(&whatif_hist[b], run, memory_order_relaxed);
 	if (total)
 		atomic_fetch_add_explicit(&whatif.total, total, memory_order_relaxed);
+}
+
+void whatif_set_unobserved(void)
+{
+	atomic_store_explicit(&whatif.unobserved, 1, memory_order_relaxed);
+	atomic_store_explicit(&whatif.estimate, 1, memory_order_relaxed);
 }
 
 void whatif_set_estimate(int on)
@@ -252,12 +263,15 @@ static void whatif_make_room(void)
 	}
 }
 
-/* Observes one row under the lock; returns its position. */
+/*
+ * Observes one row under the lock, standing for 2^wshift rows (a row of a
+ * sparse observation); returns its position.
+ */
 static inline __attribute__((always_inline)) uint64_t
-whatif_observe_one(uint64_t key, uint64_t row)
+whatif_observe_one(uint64_t key, uint64_t row, unsigned wshift)
 {
 	unsigned shift = atomic_load_explicit(&whatif.shift, memory_order_relaxed);
-	uint64_t scaled = shift ? row << shift : row;
+	uint64_t scaled = row << (shift + wshift);
 	uint64_t u = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
 	struct whatif_entry *e;
 
@@ -302,7 +316,7 @@ whatif_observe_rows(const struct fp *fps, const uint8_t *skip, uint64_t nrows, u
 				pos[i] = u;
 			continue;
 		}
-		p = whatif_observe_one(whatif_key(&fps[i]), row);
+		p = whatif_observe_one(whatif_key(&fps[i]), row, 0);
 		lim = whatif_limit();
 		u = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
 		if (has_pos)
@@ -345,6 +359,71 @@ out_unlock:
 }
 
 /*
+ * The sampling key of a row read without hashing it all: WHATIF_PREKEY_WORDS
+ * words spread evenly over it (all of its bytes when it is shorter), mixed.
+ * Equal rows have equal pre-keys, so a row is sampled or not by its
+ * content, and all its sightings with it.
+ */
+static uint64_t whatif_prekey(const unsigned char *p, uint64_t row)
+{
+	uint64_t h = row * 0x9e3779b97f4a7c15ULL, w;
+
+	if (row < 8) {
+		for (uint64_t i = 0; i < row; i++)
+			h = (h ^ p[i]) * 0xff51afd7ed558ccdULL;
+	} else {
+		for (uint64_t k = 0; k < WHATIF_PREKEY_WORDS; k++) {
+			memcpy(&w, p + (row - 8) * k / (WHATIF_PREKEY_WORDS - 1), sizeof(w));
+			h = (h ^ w) * 0xff51afd7ed558ccdULL;
+			h ^= h >> 29;
+		}
+	}
+	h ^= h >> 32;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 33);
+}
+
+/* Observes n sampled rows of a sparse observation under the lock, each for 2^WHATIF_SPARSE_SHIFT. */
+static void whatif_observe_weighted(const struct fp *fps, uint64_t n, uint64_t row)
+{
+	pthread_mutex_lock(&whatif.lock);
+	if (!whatif.slots && !whatif.failed) {
+		uint64_t first = WHATIF_FIRST_SLOTS < whatif.max_slots ? WHATIF_FIRST_SLOTS : whatif.max_slots;
+
+		whatif.failed = whatif_rehash(first) != 0;
+	}
+	for (uint64_t i = 0; i < n && !whatif.failed; i++)
+		if (fps[i].lo <= whatif_limit())
+			whatif_observe_one(whatif_key(&fps[i]), row, WHATIF_SPARSE_SHIFT);
+	atomic_store_explicit(&whatif.tracked, whatif.used, memory_order_relaxed);
+	pthread_mutex_unlock(&whatif.lock);
+}
+
+void whatif_observe_sparse(const void *src, uint64_t nrows, uint64_t row)
+{
+	const unsigned char *p = src;
+	struct fp fps[WHATIF_SPARSE_BATCH];
+	uint64_t n = 0;
+
+	if (!src || nrows == 0 || row == 0)
+		return;
+	for (uint64_t i = 0; i < nrows; i++, p += row) {
+		if (whatif_prekey(p, row) >> (64 - WHATIF_SPARSE_SHIFT) != 0)
+			continue;
+		fps[n++] = fingerprint_one(p, row);
+		if (n == WHATIF_SPARSE_BATCH) {
+			whatif_observe_weighted(fps, n, row);
+			n = 0;
+		}
+	}
+	if (n)
+		whatif_observe_weighted(fps, n, row);
+	atomic_store_explicit(&whatif.sparse, 1, memory_order_relaxed);
+	atomic_store_explicit(&whatif.estimate, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&whatif.total, nrows * row, memory_order_relaxed);
+}
+
+/*
  * Evaluates the histogram at the n budgets b[] (increasing) in one pass, so
  * the served figures of one snapshot are consistent with each other.
  * Inside a bucket the repeats are taken as spread evenly over its
@@ -383,6 +462,8 @@ static uint64_t whatif_eval(const uint64_t *b, uint64_t *served, int n)
 		served[j++] = cum;
 	total = atomic_load_explicit(&whatif.total, memory_order_relaxed);
 	adj = (int64_t)(total - top - cum);
+	/* not for a sparse observation's sample (whatif_observe_sparse): rows that
+	 * never repeat would show its sampling error as repeats */
 	if (adj == 0 || atomic_load_explicit(&whatif.shift, memory_order_relaxed) == 0)
 		return cum;
 	for (j = 0; j < n; j++)
@@ -401,11 +482,28 @@ uint64_t whatif_served_at(uint64_t b)
 	return served;
 }
 
+/* Inserts b into the increasing budgets of s (no duplicate), when there is room. */
+static void whatif_add_point(struct whatif_snapshot *s, uint64_t b)
+{
+	int i = s->npoints;
+
+	if (i >= WHATIF_MAX_POINTS)
+		return;
+	while (i > 0 && s->budget[i - 1] > b)
+		i--;
+	if (i > 0 && s->budget[i - 1] == b)
+		return;
+	memmove(&s->budget[i + 1], &s->budget[i], (size_t)(s->npoints - i) * sizeof(s->budget[0]));
+	s->budget[i] = b;
+	s->npoints++;
+}
+
 void whatif_snapshot(struct whatif_snapshot *s, uint64_t extra_budget)
 {
 	uint64_t u = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
 	uint64_t step = u / (WHATIF_POINTS - 1), rem = u % (WHATIF_POINTS - 1);
-	int i, n = 0;
+	long double b = (long double)u;
+	int i;
 
 	memset(s, 0, sizeof(*s));
 	s->unique_bytes = u;
@@ -413,18 +511,21 @@ void whatif_snapshot(struct whatif_snapshot *s, uint64_t extra_budget)
 	s->sampled = atomic_load_explicit(&whatif.shift, memory_order_relaxed) > 0;
 	s->sample_one_in = 1ULL << atomic_load_explicit(&whatif.shift, memory_order_relaxed);
 	s->estimate = atomic_load_explicit(&whatif.estimate, memory_order_relaxed);
+	s->unobserved = atomic_load_explicit(&whatif.unobserved, memory_order_relaxed);
 	s->table_bytes = atomic_load_explicit(&whatif.table_bytes, memory_order_relaxed) + sizeof(whatif_hist);
-	for (i = 0; i < WHATIF_POINTS && (u > 0 || i == 0); i++) {
-		uint64_t b = step * (uint64_t)i + rem * (uint64_t)i / (WHATIF_POINTS - 1);
-
-		if (extra_budget > 0 && extra_budget < u && n > 0 && s->budget[n - 1] < extra_budget &&
-		    extra_budget < b)
-			s->budget[n++] = extra_budget;
-		if (n == 0 || b > s->budget[n - 1])
-			s->budget[n++] = b;
+	/* evenly from 0 to U, U itself exact */
+	for (i = 0; i < WHATIF_POINTS && (u > 0 || i == 0); i++)
+		whatif_add_point(s, step * (uint64_t)i + rem * (uint64_t)i / (WHATIF_POINTS - 1));
+	/* below U, WHATIF_LOG_STEPS a power of two, for the small budgets */
+	for (i = 0; i < WHATIF_LOG_POINTS && u > 0; i++) {
+		b /= WHATIF_LOG_RATIO;
+		if (b < 1)
+			break;
+		whatif_add_point(s, (uint64_t)b);
 	}
-	s->npoints = n;
-	s->repeat_bytes = whatif_eval(s->budget, s->served, n);
+	if (extra_budget > 0 && extra_budget < u)
+		whatif_add_point(s, extra_budget);
+	s->repeat_bytes = whatif_eval(s->budget, s->served, s->npoints);
 	s->served[0] = 0;	/* budget 0 holds nothing */
 }
 
@@ -457,6 +558,8 @@ void whatif_reset(void)
 	atomic_store(&whatif.total, 0);
 	atomic_store(&whatif.tracked, 0);
 	atomic_store(&whatif.estimate, 0);
+	atomic_store(&whatif.sparse, 0);
+	atomic_store(&whatif.unobserved, 0);
 	atomic_store(&whatif.table_bytes, 0);
 	for (k = 0; k < WHATIF_BUCKETS; k++)
 		atomic_store_explicit(&whatif_hist[k], 0, memory_order_relaxed);

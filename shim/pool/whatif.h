@@ -38,10 +38,14 @@
  * scan; tests/unit/test_whatif.c), for about 1 MiB at any number of rows
  * (1 byte per row at 10^6 rows). The histogram is fixed (about 30 KiB).
  *
- * Copies not observed. While a spec stands aside (its copies go straight
- * through, a few sampled), the curve misses most of its copies: whoever
- * decides that calls whatif_set_estimate(1), and from then on the
- * snapshot says the curve is an estimate from the copies it saw.
+ * Copies not fingerprinted. While a spec stands aside or the pool stood
+ * down (its copies go straight through), the curve still sees their rows
+ * through whatif_observe_sparse, a content sample of them, so that it
+ * stays true (issue 19: without it a run whose small budget filled saw
+ * 16.7% where the dry run saw 75%). Copies it cannot read (the ledger
+ * decides before any pointer query) are not observed: whoever decides
+ * that calls whatif_set_estimate(1), and the snapshot says the curve is an
+ * estimate from the copies it saw; a sparse observation sets it too.
  *
  * Cost. whatif_repeat is two relaxed atomic adds (no hashing, no lock), and
  * whatif_repeat_many about one a repeat: they run on the hit path. whatif_observe takes the module's lock once per
@@ -60,8 +64,12 @@
 
 #include "pool/fingerprint.h"
 
-#define WHATIF_POINTS 24        /* curve points in a snapshot (at least 16) */
+#define WHATIF_POINTS 24        /* curve points evenly from 0 to U (at least 16) */
+#define WHATIF_LOG_POINTS 38    /* and points below U, each 2^(1/4) below the last */
+#define WHATIF_MAX_POINTS (WHATIF_POINTS + WHATIF_LOG_POINTS + 1)  /* with the run's budget: at most 63 */
 #define WHATIF_DEFAULT_MEM (1ULL << 20)
+#define WHATIF_SPARSE_SHIFT 5   /* whatif_observe_sparse samples one row in 32 */
+#define WHATIF_SPARSE_MIN_ROW 2048 /* rows worth a pre-key while they go straight through */
 #define WHATIF_MIN_MEM (16ULL << 10)
 
 /*
@@ -81,6 +89,19 @@ void whatif_setup(uint64_t max_bytes);
  */
 void whatif_observe(const struct fp *fps, const uint8_t *skip, uint64_t nrows, uint64_t row,
 		    uint64_t *pos);
+
+/*
+ * Observes nrows rows of row bytes at src (host memory the caller may
+ * read now) that go to the device without being fingerprinted: the
+ * copies of a spec that stands aside or of a pool that stood down, so
+ * that the curve stays true while they do. A row is sampled by its
+ * content at 1 in 2^WHATIF_SPARSE_SHIFT: a pre-key of a few words read
+ * from it (whatif.c), equal for equal rows, decides; only the sampled
+ * rows are fingerprinted and observed, each standing for
+ * 2^WHATIF_SPARSE_SHIFT rows (SHARDS again, before the hash). Marks the
+ * curve an estimate. Costs a pre-key per row and a hash per sampled row.
+ */
+void whatif_observe_sparse(const void *src, uint64_t nrows, uint64_t row);
 
 /*
  * Counts bytes of repeat (pool hits) at first-seen position end pos. A
@@ -104,6 +125,13 @@ void whatif_repeat_many(const uint64_t *pos, const uint64_t *bytes, uint64_t n);
  */
 void whatif_set_estimate(int on);
 
+/*
+ * Marks that copies went by unobserved, not even sampled (rows under
+ * WHATIF_SPARSE_MIN_ROW going straight through): the curve is an estimate
+ * and cannot tell that rows do not repeat. Lock-free.
+ */
+void whatif_set_unobserved(void);
+
 struct whatif_snapshot {
 	uint64_t unique_bytes;          /* U: distinct bytes seen (estimate when sampled) */
 	uint64_t repeat_bytes;          /* R: bytes of repeat sightings */
@@ -111,16 +139,21 @@ struct whatif_snapshot {
 	int sampled;                    /* 1 when rows are sampled (past the memory cap) */
 	uint64_t sample_one_in;         /* a tracked row stands for this many (1: exact) */
 	int estimate;                   /* 1 after whatif_set_estimate: copies went unobserved */
+	int unobserved;                 /* 1 after whatif_set_unobserved: some not even sampled */
 	uint64_t table_bytes;           /* host bytes of the table and the histogram */
 	int npoints;
-	uint64_t budget[WHATIF_POINTS + 2];   /* increasing, 0 first, U last */
-	uint64_t served[WHATIF_POINTS + 2];   /* bytes a pool of that budget would have served */
+	uint64_t budget[WHATIF_MAX_POINTS];   /* increasing, 0 first, U last */
+	uint64_t served[WHATIF_MAX_POINTS];   /* bytes a pool of that budget would have served */
 };
 
 /*
  * Fills s: WHATIF_POINTS points evenly from 0 to U, U included (a single
- * point 0 while U is 0), plus the point at extra_budget when it lies
- * inside (0, U) (the run's actual budget; 0: none). served is
+ * point 0 while U is 0), WHATIF_LOG_POINTS more below U, each 2^(1/4)
+ * below the one before (U/1.19, U/1.41, ... down to U/724 or 1 byte), so
+ * that a budget between two neighbours is within 19% of either or 4.3% of
+ * U from it, at any size, plus the point at extra_budget when it lies
+ * inside (0, U) (the run's actual budget; 0: none). Budgets increase
+ * (no two equal), at most WHATIF_MAX_POINTS of them; served is
  * non-decreasing along the curve.
  */
 void whatif_snapshot(struct whatif_snapshot *s, uint64_t extra_budget);

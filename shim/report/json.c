@@ -245,7 +245,7 @@ int report_format_json(char *buf, size_t len, const struct stats_dump *d)
 	int nsizes = stats_sizes(sizes);
 	uint64_t e;
 	struct whatif_snapshot w;
-	char reason[STATS_TEXT_MAX];
+	char reason[REPORT_REASON_MAX];       /* issue 19: reasons list copy sizes */
 	struct sbuf b;
 	int i;
 

@@ -7,9 +7,14 @@
 
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "core/log.h"
 #include "device/device.h"
+#include "pool/whatif.h"
+#include "report/sbuf.h"
+
+#define REASON_SIZES 5          /* copy sizes a reason lists */
 
 void report_get_text(enum stats_text which, char *buf, size_t len)
 {
@@ -19,6 +24,101 @@ void report_get_text(enum stats_text which, char *buf, size_t len)
 	for (p = buf; *p != '\0'; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '?';
+}
+
+const char *report_sizes_list(char *buf, size_t len, int max)
+{
+	struct stats_size sizes[STATS_MAX_SIZES];
+	struct sbuf b;
+	char b1[32];
+	int n = stats_sizes(sizes);
+
+	sbuf_init(&b, buf, len);
+	buf[0] = '\0';
+	for (int i = 0; i < n && i < max; i++)
+		sbuf_printf(&b, "%s%llu (x%llu, %s)", i ? ", " : "", (unsigned long long)sizes[i].size,
+			    (unsigned long long)sizes[i].calls, log_bytes(b1, sizeof(b1), sizes[i].bytes));
+	return n ? buf : NULL;
+}
+
+const char *report_repeat_why(char *buf, size_t len)
+{
+	struct whatif_snapshot w;
+	uint64_t total, at_u, at_b, budget = stats_get(ST_POOL_BUDGET), served = stats_get(ST_BYTES_SERVED);
+	char b1[32], b2[32], b3[32];
+
+	whatif_snapshot(&w, budget);
+	total = w.unique_bytes + w.repeat_bytes;
+	if (w.unique_bytes == 0 || total == 0)
+		return NULL;
+	if (w.repeat_bytes * 200 <= total && w.unobserved) {
+		snprintf(buf, len, "no row repeated in the copies the what-if curve saw (%s of distinct rows), but "
+			 "copies of rows under %d bytes went straight through unobserved: a dry run (VRAMPOOL=dry) "
+			 "tells whether rows repeat", log_bytes(b1, sizeof(b1), w.unique_bytes), WHATIF_SPARSE_MIN_ROW);
+		return buf;
+	}
+	if (w.repeat_bytes * 200 <= total) {
+		snprintf(buf, len, "no row repeated (%s of distinct rows seen, the what-if curve finds no "
+			 "repeat): host-side random augmentation (random crops, flips, noise) makes every epoch "
+			 "unique", log_bytes(b1, sizeof(b1), w.unique_bytes));
+		return buf;
+	}
+	at_u = w.served[w.npoints - 1];
+	at_b = budget < w.unique_bytes ? whatif_served_at(budget) : at_u;
+	/* repeats the budget could not hold: the curve past it, and the run itself, got fewer */
+	if (budget == 0 || budget >= w.unique_bytes || at_u <= at_b + total / 200 || at_u <= served + total / 200)
+		return NULL;
+	snprintf(buf, len, "the budget is below the unique working set: %s of distinct rows seen against a "
+		 "budget of %s; a budget of %s would have served %.1f%% of the matched bytes, this one served "
+		 "%.1f%%", log_bytes(b1, sizeof(b1), w.unique_bytes), log_bytes(b2, sizeof(b2), budget),
+		 log_bytes(b3, sizeof(b3), w.unique_bytes), 100.0 * (double)at_u / (double)total,
+		 100.0 * (double)served / (double)total);
+	return buf;
+}
+
+/* Appends "; " and the curve's word on repeats (report_repeat_why) to buf, when it has one. */
+static const char *report_with_why(char *buf, size_t len)
+{
+	char why[REPORT_REASON_MAX / 2];
+	size_t n = strlen(buf);
+
+	if (report_repeat_why(why, sizeof(why)) && n + 2 < len)
+		snprintf(buf + n, len - n, "; %s", why);
+	return buf;
+}
+
+/*
+ * A layout named and no copy matching it: the sizes the program copies
+ * and the way to the row size (case 2 of issue 19).
+ */
+static const char *report_no_match(const char *layout, char *buf, size_t len)
+{
+	char list[REPORT_REASON_MAX / 2];
+
+	if (!report_sizes_list(list, sizeof(list), REASON_SIZES))
+		snprintf(buf, len, "no copy matched the layout %s: no host-to-device copy was seen", layout);
+	else
+		snprintf(buf, len, "no copy matched the layout %s: copy sizes seen (most bytes first): %s; "
+			 "let the shim find the row size with VRAMPOOL_LAYOUT=auto (vrampool run --layout auto)",
+			 layout, list);
+	return buf;
+}
+
+/*
+ * VRAMPOOL_LAYOUT=auto still looking when asked: what it looked at, why
+ * no row size yet, and the next step (case 3 of issue 19).
+ */
+static const char *report_auto_looking(char *buf, size_t len)
+{
+	char evidence[STATS_TEXT_MAX], list[REPORT_REASON_MAX / 2];
+
+	report_get_text(STATS_EVIDENCE, evidence, sizeof(evidence));
+	snprintf(buf, len, "VRAMPOOL_LAYOUT=auto found no row size: %s; copy sizes seen (most bytes first): %s; "
+		 "next: run longer (rows of a reshuffled dataset repeat from the second epoch on), or name "
+		 "the row size (one sample's bytes) with VRAMPOOL_LAYOUT",
+		 evidence[0] ? evidence : "no copy was examined (none of at least 256 bytes from host memory)",
+		 report_sizes_list(list, sizeof(list), REASON_SIZES) ? list : "none");
+	return buf;
 }
 
 const char *report_reason(const struct stats_dump *d, char *buf, size_t len)
@@ -38,7 +138,7 @@ const char *report_reason(const struct stats_dump *d, char *buf, size_t len)
 	}
 	report_get_text(STATS_REASON, buf, len);
 	if (buf[0] != '\0')
-		return buf;
+		return atomic_load(&stats_global.stood_down) ? report_with_why(buf, len) : buf;
 	if (st == POOL_ACTIVE)
 		return NULL;
 	if (d && d->problem && d->problem[0] != '\0') {
@@ -60,9 +160,12 @@ const char *report_reason(const struct stats_dump *d, char *buf, size_t len)
 	}
 	switch (st) {
 	case POOL_DORMANT:
+		if (strcmp(layout, "auto") == 0)
+			return report_auto_looking(buf, len);
+		if (!atomic_load(&stats_global.probe_decided) && stats_get(ST_MATCHED_CALLS) == 0)
+			return report_no_match(layout, buf, len);
 		if (!atomic_load(&stats_global.probe_decided))
-			snprintf(buf, len, stats_get(ST_MATCHED_CALLS) == 0 ? "no copy matched the layout"
-					   : "the budget is decided after VRAMPOOL_PROBE_AFTER matched copies");
+			snprintf(buf, len, "the budget is decided after VRAMPOOL_PROBE_AFTER matched copies");
 		else if (stats_get(ST_POOL_BUDGET) == 0)
 			snprintf(buf, len, "the probe found %s free of %s: no room for one slab beside the "
 				 "reserve (%s) and the margin (%s)",
@@ -77,7 +180,7 @@ const char *report_reason(const struct stats_dump *d, char *buf, size_t len)
 	case POOL_FULL:
 		snprintf(buf, len, "the budget of %s is full: rows past it cross PCIe",
 			 log_bytes(b1, sizeof(b1), stats_get(ST_POOL_BUDGET)));
-		return buf;
+		return report_with_why(buf, len);
 	case POOL_LATCHED:
 		snprintf(buf, len, "%llu slab%s given back for the program's allocations: nothing new is admitted",
 			 (unsigned long long)stats_get(ST_POOL_EVICTIONS), stats_get(ST_POOL_EVICTIONS) == 1 ? "" : "s");

@@ -359,7 +359,7 @@ void report_exit(void)
 
 static void report_paths(void)
 {
-	const char *rank = report_cfg->rank[0] ? report_cfg->rank : "0";
+	const char *rank = report_cfg->has_rank ? report_cfg->rank : NULL;  /* %r: "norank" (issue 19) */
 
 	report_expand_path("VRAMPOOL_STATS", report_cfg->stats_path, rank, report_host, report_stats);
 	report_expand_path("VRAMPOOL_TELEMETRY", report_cfg->telemetry_path, rank, report_host, report_tele);

@@ -5,11 +5,13 @@
 #include "report/summary.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "core/log.h"
 #include "core/stats.h"
+#include "pool/backoff.h"
 #include "pool/ledger.h"
 #include "pool/whatif.h"
 #include "report/reason.h"
@@ -66,10 +68,9 @@ static void summary_suggestion(struct sbuf *b)
 {
 	struct stats_size sizes[STATS_MAX_SIZES];
 	char suggest[STATS_TEXT_MAX], evidence[STATS_TEXT_MAX];
-	char list[640], b1[32];
-	size_t used = 0;
+	char list[640];
 	uint64_t row;
-	int i, n, common;
+	int n, common;
 
 	report_get_text(STATS_SUGGEST, suggest, sizeof(suggest));
 	report_get_text(STATS_EVIDENCE, evidence, sizeof(evidence));
@@ -89,16 +90,7 @@ static void summary_suggestion(struct sbuf *b)
 	}
 	if (n > REPORT_SUGGEST_SIZES)
 		n = REPORT_SUGGEST_SIZES;
-	list[0] = '\0';
-	for (i = 0; i < n && used < sizeof(list); i++) {
-		int k = snprintf(list + used, sizeof(list) - used, "%s%llu (x%llu, %s)",
-				 i ? ", " : "", (unsigned long long)sizes[i].size,
-				 (unsigned long long)sizes[i].calls,
-				 log_bytes(b1, sizeof(b1), sizes[i].bytes));
-		if (k < 0)
-			break;
-		used += (size_t)k;
-	}
+	report_sizes_list(list, sizeof(list), REPORT_SUGGEST_SIZES);
 	/* VRAMPOOL=off looks at no row, so a copy's size is all it knows, and a
 	 * batch's size is not its sample's: point to the runs that look. */
 	if (stats_global.mode == STATS_MODE_OFF) {
@@ -145,7 +137,8 @@ static void summary_whatif(struct sbuf *b, int stood_down)
 		sbuf_line(b, "vrampool: a budget of %s would have served %.1f%% (%s of %s matched bytes)%s",
 			  log_bytes(b1, sizeof(b1), w.unique_bytes), 100.0 * (double)at_u / (double)total,
 			  log_bytes(b2, sizeof(b2), at_u), log_bytes(b3, sizeof(b3), total),
-			  w.estimate ? ", estimated from the copies sampled while pooling stood aside" :
+			  w.unobserved ? ", estimated: copies of small rows that went straight through were not observed" :
+			  w.estimate ? ", estimated: copies that went straight through were sampled by content" :
 			  w.sampled ? ", estimated from a sample of the rows" : "");
 		return;
 	}
@@ -158,12 +151,57 @@ static void summary_whatif(struct sbuf *b, int stood_down)
  * point, its verdict in numbers and what it did. Returns whether any spec
  * stood aside.
  */
+/* A duration in ns for humans: "850 ns", "12.3 us", "4.56 ms", "1.23 s". */
+static const char *summary_ns(char *buf, size_t len, uint64_t ns)
+{
+	if (ns < 1000)
+		snprintf(buf, len, "%llu ns", (unsigned long long)ns);
+	else if (ns < 1000000)
+		snprintf(buf, len, "%.1f us", (double)ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, len, "%.2f ms", (double)ns / 1e6);
+	else
+		snprintf(buf, len, "%.2f s", (double)ns / 1e9);
+	return buf;
+}
+
+/*
+ * The cost ledger's books in one line (issue 19, the never-slower work of
+ * issue 16): over every spec, the host time spent pooling, the link time
+ * its hits saved, the device calls it added, and the copies that stood
+ * aside. Nothing when no spec was weighed.
+ */
+static void summary_ledger_total(struct sbuf *b)
+{
+	struct ledger_view v;
+	uint64_t cpu = 0, saved = 0, calls = 0, copies = 0, aside = 0, specs = 0;
+	char t1[32], t2[32];
+
+	for (int i = 0; i < LEDGER_SPECS; i++) {
+		if (!ledger_view(&ledger_board[i], &v))
+			continue;
+		specs++;
+		cpu += v.cpu_ns;
+		saved += v.saved_ns;
+		calls += v.calls_added;
+		copies += v.copies;
+		aside += v.aside_copies;
+	}
+	if (specs == 0)
+		return;
+	sbuf_line(b, "vrampool: cost ledger: %s of host time spent pooling %llu copies, %s of link time saved, "
+		  "%llu device calls added; %llu copies stood aside (went straight through)",
+		  summary_ns(t1, sizeof(t1), cpu), (unsigned long long)copies, summary_ns(t2, sizeof(t2), saved),
+		  (unsigned long long)calls, (unsigned long long)aside);
+}
+
 static int summary_ledger(struct sbuf *b)
 {
 	struct ledger_view v;
 	char why[256];
 	int any = 0;
 
+	summary_ledger_total(b);
 	for (int i = 0; i < LEDGER_SPECS; i++) {
 		if (!ledger_view(&ledger_board[i], &v) || (!v.aside && !v.stand_asides))
 			continue;
@@ -176,6 +214,63 @@ static int summary_ledger(struct sbuf *b)
 	return any;
 }
 
+/*
+ * Pooling stood down at some point: after how many copies and why, as the
+ * what-if curve tells it (report_repeat_why: a budget below the unique
+ * working set, or no repeat at all), unless the reason line above said it.
+ */
+static void summary_stood(struct sbuf *b, const char *reason, uint64_t copies)
+{
+	char why[REPORT_REASON_MAX / 2];
+	const char *w = report_repeat_why(why, sizeof(why));
+
+	if (w && reason && strstr(reason, w))
+		w = NULL;
+	sbuf_line(b, "vrampool: pooling stood down after %llu copies (rows did not hit the pool and it could "
+		  "admit no more; one copy in %d sampled after)%s%s", (unsigned long long)copies,
+		  BACKOFF_SAMPLE_EVERY, w ? ": " : "", w ? w : "");
+}
+
+/*
+ * The copies that went through untouched, by reason, in words (issue 19:
+ * the dump's copies.passthrough_reasons). VRAMPOOL=off and a missing
+ * layout are said by the first line and the suggestion; the line lists
+ * every reason once another is there too.
+ */
+static void summary_passthrough(struct sbuf *b)
+{
+	static const struct { enum stat_id id; const char *words; } why[] = {
+		{ ST_PASS_NO_MATCH, "whose size matched no row of the layout" },
+		{ ST_PASS_DST_NOT_DEVICE, "destination not device memory (managed or host)" },
+		{ ST_PASS_DST_EXTENT, "copy ran past its destination's allocation" },
+		{ ST_PASS_NO_CONTEXT, "not the device's primary context on the calling thread" },
+		{ ST_PASS_SRC_NOT_HOST, "source not host memory" },
+		{ ST_GRAPH_CAPTURE_CALLS, "stream capturing a graph" },
+		{ ST_PASS_NO_DRIVER, "CUDA driver not loaded" },
+		{ ST_PASS_NO_LAYOUT, "no layout yet" },
+		{ ST_PASS_OFF, "VRAMPOOL=off" },
+	};
+	char list[768];
+	struct sbuf l;
+	uint64_t total = 0, n;
+	size_t i, shown = 0;
+
+	sbuf_init(&l, list, sizeof(list));
+	list[0] = '\0';
+	for (i = 0; i < sizeof(why) / sizeof(why[0]); i++) {
+		if ((n = stats_get(why[i].id)) == 0)
+			continue;
+		/* the last two alone are said elsewhere */
+		if (i < sizeof(why) / sizeof(why[0]) - 2)
+			shown++;
+		total += n;
+		sbuf_printf(&l, "%s%llu %s", l.used ? ", " : "", (unsigned long long)n, why[i].words);
+	}
+	if (shown)
+		sbuf_line(b, "vrampool: %llu cop%s passed through untouched: %s", (unsigned long long)total,
+			  total == 1 ? "y" : "ies", list);
+}
+
 int report_format_summary(char *buf, size_t len, const struct stats_dump *d)
 {
 	uint64_t calls = stats_get(ST_H2D_CALLS);
@@ -186,7 +281,7 @@ int report_format_summary(char *buf, size_t len, const struct stats_dump *d)
 	uint64_t matched = stats_get(ST_MATCHED_CALLS), passed = stats_get(ST_STOOD_DOWN_CALLS);
 	int dry = stats_global.mode == STATS_MODE_DRY;
 	int stood = atomic_load(&stats_global.stood_down) || stats_get(ST_BACKOFF_EVENTS) > 0;
-	char layout[STATS_TEXT_MAX], source[16], evidence[STATS_TEXT_MAX], why[STATS_TEXT_MAX];
+	char layout[STATS_TEXT_MAX], source[16], evidence[STATS_TEXT_MAX], why[REPORT_REASON_MAX];
 	char b1[32], b2[32], b3[32], b4[48];
 	const char *reason;
 	struct sbuf b;
@@ -243,9 +338,8 @@ int report_format_summary(char *buf, size_t len, const struct stats_dump *d)
 	else if (strcmp(layout, "auto") == 0 && evidence[0] != '\0' && (!reason || !strstr(reason, evidence)))
 		sbuf_line(&b, "vrampool: VRAMPOOL_LAYOUT=auto found no layout: %s", evidence);
 	if (stood)
-		sbuf_line(&b, "vrampool: rows did not repeat: pooling stood down after %llu copies; "
-			  "host-side random augmentation makes every epoch unique",
-			  (unsigned long long)(matched > passed ? matched - passed : matched));
+		summary_stood(&b, reason, matched > passed ? matched - passed : matched);
+	summary_passthrough(&b);
 	/* Admission on evidence (issue 16): rows kept out by the doorkeeper. */
 	if (stats_get(ST_ADMIT_ENGAGEMENTS) > 0)
 		sbuf_line(&b, "vrampool: a pass of the rows seen got no hits: rows are captured on their second "

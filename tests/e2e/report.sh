@@ -262,9 +262,10 @@ rank_and_host() {
 	json_ok "$TMP/s5.json" "d['rank'] == 5" || return 1
 	env -u RANK -u LOCAL_RANK -u OMPI_COMM_WORLD_RANK -u PMI_RANK -u SLURM_PROCID \
 		VRAMPOOL_STATS="$TMP/n%r.json" LD_PRELOAD="$SHIM" "$TRAINER" --samples 64 --epochs 1 >/dev/null 2>&1 || return 1
-	json_ok "$TMP/n0.json" "d['rank'] is None"
+	json_ok "$TMP/nnorank.json" "d['rank'] is None" || return 1   # issue 19: not n0, rank 0's name
+	[ ! -e "$TMP/n0.json" ]
 }
-check "%r (RANK, else SLURM_PROCID, else 0) and %h name the dump, and the dump records the rank" rank_and_host
+check "%r (RANK, else SLURM_PROCID, else norank) and %h name the dump, and the dump records the rank" rank_and_host
 
 missing_stats_dir() {
 	# a process that never uses CUDA: the line comes at load time

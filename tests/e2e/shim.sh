@@ -95,8 +95,36 @@ check "a malformed VRAMPOOL_RESERVE_BATCHES gets one line and an intact run" bad
 check "a malformed VRAMPOOL_MARGIN gets one line and an intact run" bad_var VRAMPOOL_MARGIN 5X
 check "a malformed VRAMPOOL_SLAB gets one line and an intact run" bad_var VRAMPOOL_SLAB 12Q
 check "a malformed VRAMPOOL_THREADS gets one line and an intact run" bad_var VRAMPOOL_THREADS many
-check "a malformed VRAMPOOL_VERBOSE gets one line and an intact run" bad_var VRAMPOOL_VERBOSE yes
-check "a malformed VRAMPOOL_QUIET gets one line and an intact run" bad_var VRAMPOOL_QUIET loud
+
+# cosmetic_var VAR VALUE: a cosmetic variable's bad value is one warning line and
+# costs the pool nothing (issue 19): the run pools, with the default in place.
+cosmetic_var() {
+	local var=$1 value=$2 tag=cosmetic-$1
+	# shellcheck disable=SC2086
+	shim_run "$tag" "$TRAINER" VRAMPOOL_LAYOUT=3072 "$var=$value" -- $SMALL || return 1
+	grep -q 'verified OK' "$TMP/$tag.out" || return 1
+	[ "$(grep -c "^vrampool: $var='$value' .*ignored, the default" "$TMP/$tag.err")" = 1 ] ||
+		{ cat "$TMP/$tag.err"; return 1; }
+	python3 "$ROOT/tests/e2e/check_stats.py" "$TMP/$tag.json" "$TMP/$tag.fake.json" --calls \
+		--expect enabled=true
+	[ "$(jget "$TMP/$tag.json" bytes.served_from_pool)" -gt 0 ] || { echo "nothing served"; return 1; }
+}
+check "a malformed VRAMPOOL_VERBOSE is one warning and the pool runs" cosmetic_var VRAMPOOL_VERBOSE maybe
+check "a malformed VRAMPOOL_QUIET is one warning and the pool runs" cosmetic_var VRAMPOOL_QUIET loud
+check "a malformed VRAMPOOL_TELEMETRY_S is one warning and the pool runs" cosmetic_var VRAMPOOL_TELEMETRY_S 0
+# The usual spellings of on and off, in any case (issue 19).
+spellings() {
+	# shellcheck disable=SC2086
+	shim_run on-caps "$TRAINER" VRAMPOOL=ON VRAMPOOL_LAYOUT=3072 -- $SMALL || return 1
+	# shellcheck disable=SC2086
+	shim_run off-caps "$TRAINER" VRAMPOOL=False VRAMPOOL_LAYOUT=3072 -- $SMALL || return 1
+	! grep -h 'vrampool: VRAMPOOL=' "$TMP/on-caps.err" "$TMP/off-caps.err" || return 1
+	python3 "$ROOT/tests/e2e/check_stats.py" "$TMP/on-caps.json" "$TMP/on-caps.fake.json" \
+		--expect enabled=true --expect mode=on || return 1
+	python3 "$ROOT/tests/e2e/check_stats.py" "$TMP/off-caps.json" "$TMP/off-caps.fake.json" \
+		--expect enabled=false --expect mode=off
+}
+check "VRAMPOOL=ON pools and VRAMPOOL=False passes through, without a complaint" spellings
 
 fork_reports_once() {
 	VRAMPOOL_STATS="$TMP/fork-%p.json" LD_PRELOAD="$SHIM" "$B/apps/forker" >"$TMP/fork.out" 2>"$TMP/fork.err" || return 1

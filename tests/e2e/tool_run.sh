@@ -100,8 +100,22 @@ check "--layout garbage stops the launch before the program starts" \
 	not_started "VRAMPOOL_LAYOUT='garbage' is not a layout: .*\\(set by --layout\\)" --layout garbage
 check "--budget -5 stops the launch before the program starts" \
 	not_started "VRAMPOOL_BUDGET='-5' is not a budget" --budget -5
-check "--interval 0 stops the launch before the program starts" \
-	not_started "VRAMPOOL_TELEMETRY_S='0' is not an interval" --interval 0
+# A cosmetic variable's bad value is a warning: the program runs with the default (issue 19).
+check "--interval 0 is a warning, the default used, and the program runs" \
+	expect 0 "VRAMPOOL_TELEMETRY_S='0' is not an interval .*ignored, the default \\(10 s\\) is used" \
+	"$V" run --interval 0 -- true
+# once_warned: the launcher warns about a misspelled name once, the preloaded program (a shell
+# that starts another program) not again, and the program runs.
+once_warned() {
+	local out rc=0
+	out=$(env VRAMPOOL_LAYUOT=auto "$V" run -- sh -c 'sh -c true; true' 2>&1) || rc=$?
+	printf '%s\n' "$out"
+	[ "$rc" -eq 0 ] || { echo "exit status $rc"; return 1; }
+	[ "$(grep -c 'unknown variable VRAMPOOL_LAYUOT (did you mean VRAMPOOL_LAYOUT?)' <<<"$out")" -eq 1 ] ||
+		{ echo "not exactly one warning"; return 1; }
+}
+check "an inherited misspelled VRAMPOOL_LAYUOT is one warning line naming VRAMPOOL_LAYOUT, and the program runs" \
+	once_warned
 check "an inherited malformed VRAMPOOL_SLAB stops the launch" \
 	env VRAMPOOL_SLAB=12Q bash -c "$(declare -f expect not_started); V='$V' TMP='$TMP' not_started \"VRAMPOOL_SLAB='12Q' is not a size\""
 check "an inherited malformed VRAMPOOL stops the launch" \
@@ -135,8 +149,16 @@ check "--budget 8M reaches the shim (and VRAMPOOL_SLAB is inherited): the budget
 check "the report follows the run and is printed once (the shim is quiet)" \
 	bash -c "out=\$('$V' run --layout 3072 -- '$TRAINER' ${T[*]} 2>&1); echo \"\$out\"; \
 		grep -q '^vrampool report: ' <<<\"\$out\" && ! grep -q 'host-to-device copies' <<<\"\$out\""
-check "--verbose lets the shim print its own summary too" \
-	expect 0 'vrampool: .*host-to-device copies' "$V" run --verbose --layout 3072 -- "$TRAINER" "${T[@]}"
+# issue 19: --verbose printed the summary twice (the shim's and the report)
+verbose_once() {
+	local out
+	out=$("$V" run --verbose --layout 3072 -- "$TRAINER" "${T[@]}" 2>&1) || return 1
+	printf '%s\n' "$out"
+	grep -q '^vrampool: probe: ' <<<"$out" || { echo "no progress line"; return 1; }
+	grep -q '^vrampool report: ' <<<"$out" || { echo "no report"; return 1; }
+	! grep -q 'host-to-device copies,' <<<"$out" || { echo "the shim's summary too: printed twice"; return 1; }
+}
+check "--verbose shows the shim's progress lines and the summary once (the report)" verbose_once
 check "the report numbers are the dump's numbers" \
 	bash -c "out=\$('$V' run --layout 3072 --stats '$TMP/n.json' -- '$TRAINER' ${T[*]} 2>&1); \
 		calls=\$(python3 -c 'import json;print(json.load(open(\"$TMP/n.json\"))[\"copies\"][\"h2d_calls\"])'); \

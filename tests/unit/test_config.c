@@ -1,7 +1,9 @@
 /*
  * Unit tests of shim/config: defaults, every variable good and bad, the
  * single stderr line a bad value costs, VRAMPOOL=off, the size grammar,
- * the rank variables, the path getter and the %p, %r, %h expansion. The environment is a table handed to
+ * the rank variables, the path getter and the %p, %r, %h, %q{NAME}
+ * expansion, the cosmetic variables' warnings and the unknown names'
+ * warning, once per job. The environment is a table handed to
  * config_load through its getenv-like callback; stderr is captured by
  * pointing file descriptor 2 at a temporary file.
  */
@@ -15,6 +17,7 @@
 
 #include "cunit_main.h"
 #include "core/config.h"
+#include "core/config_names.h"
 #include "core/log.h"
 #include "core/size.h"
 
@@ -53,25 +56,38 @@ static void env_add(const char *name, const char *value)
 	env[i + 2] = NULL;
 }
 
-/*
- * Runs config_load with stderr captured into out. Returns config_load's
- * result; out holds everything written on file descriptor 2.
- */
-static int load_captured(struct config *c, char *out, size_t len)
+/* What captured() runs: config_load of the fake environment, or config_warn_names of a list. */
+static struct config *cap_config;
+static char *const *cap_list;
+static int cap_rc;
+
+static void cap_load(void)
+{
+	cap_rc = config_load(cap_config, fake_getenv);
+}
+
+static void cap_warn_names(void)
+{
+	cap_rc = config_warn_names(cap_list);
+}
+
+/* Runs fn with file descriptor 2 pointed at a temporary file; out gets what it wrote. */
+static void captured(void (*fn)(void), char *out, size_t len)
 {
 	FILE *tmp = tmpfile();
-	int saved, rc;
+	int saved;
 	size_t n;
 
 	out[0] = '\0';
 	if (tmp == NULL) {
 		CU_FAIL("tmpfile failed");
-		return config_load(c, fake_getenv);
+		fn();
+		return;
 	}
 	fflush(stderr);
 	saved = dup(STDERR_FILENO);
 	dup2(fileno(tmp), STDERR_FILENO);
-	rc = config_load(c, fake_getenv);
+	fn();
 	fflush(stderr);
 	dup2(saved, STDERR_FILENO);
 	close(saved);
@@ -79,7 +95,17 @@ static int load_captured(struct config *c, char *out, size_t len)
 	n = fread(out, 1, len - 1, tmp);
 	out[n] = '\0';
 	fclose(tmp);
-	return rc;
+}
+
+/*
+ * Runs config_load with stderr captured into out. Returns config_load's
+ * result; out holds everything written on file descriptor 2.
+ */
+static int load_captured(struct config *c, char *out, size_t len)
+{
+	cap_config = c;
+	captured(cap_load, out, len);
+	return cap_rc;
 }
 
 static int count_lines(const char *s)
@@ -112,6 +138,30 @@ static void expect_bad(struct config *c, const char *name, const char *value, co
 	CU_ASSERT(strstr(out, quoted) != NULL);
 	CU_ASSERT(strstr(out, expected) != NULL);
 	CU_ASSERT(strstr(out, "pass-through") != NULL);
+	if (count_lines(out) != 1 || strstr(out, quoted) == NULL || strstr(out, expected) == NULL)
+		fprintf(stdout, "\n  for %s='%s' stderr was: %s", name, value, out);
+}
+
+/*
+ * Loads the fake environment and asserts a cosmetic variable's bad value:
+ * one line naming it, its value and what was expected, saying the default
+ * is used; the pool stays enabled and the configuration valid.
+ */
+static void expect_warned(struct config *c, const char *name, const char *value, const char *expected)
+{
+	char out[2048], quoted[256];
+
+	env_one(name, value);
+	CU_ASSERT_EQUAL(load_captured(c, out, sizeof(out)), 0);
+	CU_ASSERT_EQUAL(c->invalid, 0);
+	CU_ASSERT_EQUAL(c->warnings, 1);
+	CU_ASSERT_EQUAL(c->enabled, 1);
+	CU_ASSERT_EQUAL(count_lines(out), 1);
+	snprintf(quoted, sizeof(quoted), "vrampool: %s='%s'", name, value);
+	CU_ASSERT(strstr(out, quoted) != NULL);
+	CU_ASSERT(strstr(out, expected) != NULL);
+	CU_ASSERT(strstr(out, "ignored, the default") != NULL);
+	CU_ASSERT(strstr(out, "pass-through") == NULL);
 	if (count_lines(out) != 1 || strstr(out, quoted) == NULL || strstr(out, expected) == NULL)
 		fprintf(stdout, "\n  for %s='%s' stderr was: %s", name, value, out);
 }
@@ -197,8 +247,39 @@ static void test_switch(void)
 	CU_ASSERT(!c.enabled && c.off);
 	expect_good(&c, "VRAMPOOL", "dry");
 	CU_ASSERT(!c.enabled && !c.off && c.dry);
-	expect_bad(&c, "VRAMPOOL", "yes", "expected on, off, 1, 0 or dry");
+	expect_bad(&c, "VRAMPOOL", "maybe", "expected on, off or dry");
 	CU_ASSERT_EQUAL(c.off, 0);
+	expect_bad(&c, "VRAMPOOL", "o", "expected on, off or dry");
+	expect_bad(&c, "VRAMPOOL", "onn", "expected on, off or dry");
+}
+
+/* The usual spellings of on and off, and dry, in any case (issue 19). */
+static void test_switch_spellings(void)
+{
+	static const char *const on[] = { "ON", "On", "true", "TRUE", "yes", "Yes", "enable", "ENABLED", "1" };
+	static const char *const off[] = { "OFF", "false", "False", "no", "NO", "disable", "Disabled", "0" };
+	struct config c;
+
+	for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++) {
+		expect_good(&c, "VRAMPOOL", on[i]);
+		CU_ASSERT(c.enabled && !c.off && !c.dry);
+	}
+	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+		expect_good(&c, "VRAMPOOL", off[i]);
+		CU_ASSERT(!c.enabled && c.off);
+	}
+	expect_good(&c, "VRAMPOOL", "DRY");
+	CU_ASSERT(!c.enabled && c.dry);
+	/* the flags take the same spellings */
+	static const struct { const char *name, *value; int verbose, quiet; } flags[] = {
+		{ "VRAMPOOL_VERBOSE", "Yes", 1, 0 }, { "VRAMPOOL_QUIET", "true", 0, 1 },
+		{ "VRAMPOOL_VERBOSE", "off", 0, 0 }, { "VRAMPOOL_QUIET", "ENABLED", 0, 1 },
+	};
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		expect_good(&c, flags[i].name, flags[i].value);
+		CU_ASSERT(c.verbose == flags[i].verbose && c.quiet == flags[i].quiet);
+	}
+	log_set_verbose(0);
 }
 
 static void test_layout_var(void)
@@ -273,9 +354,11 @@ static void test_counts(void)
 
 	expect_good(&c, "VRAMPOOL_TELEMETRY_S", "1");
 	CU_ASSERT_EQUAL(c.telemetry_s, 1);
-	expect_bad(&c, "VRAMPOOL_TELEMETRY_S", "0", "seconds from 1 to 86400");
+	/* cosmetic: warned about, the default used, the pool on (issue 19) */
+	expect_warned(&c, "VRAMPOOL_TELEMETRY_S", "0", "seconds from 1 to 86400");
 	CU_ASSERT_EQUAL(c.telemetry_s, 10);
-	expect_bad(&c, "VRAMPOOL_TELEMETRY_S", "1m", "seconds from 1 to 86400");
+	expect_warned(&c, "VRAMPOOL_TELEMETRY_S", "1m", "seconds from 1 to 86400");
+	CU_ASSERT_EQUAL(c.telemetry_s, 10);
 }
 
 static void test_sizes(void)
@@ -325,12 +408,37 @@ static void test_stats_and_flags(void)
 	CU_ASSERT_EQUAL(log_is_verbose(), 1);
 	expect_good(&c, "VRAMPOOL_VERBOSE", "0");
 	CU_ASSERT_EQUAL(log_is_verbose(), 0);
-	expect_bad(&c, "VRAMPOOL_VERBOSE", "yes", "expected 0 or 1");
+	/* cosmetic: a bad value is warned about and the pool stays on (issue 19) */
+	expect_warned(&c, "VRAMPOOL_VERBOSE", "maybe", "expected 1 or 0");
 	CU_ASSERT_EQUAL(c.verbose, 0);
 	expect_good(&c, "VRAMPOOL_QUIET", "1");
 	CU_ASSERT_EQUAL(c.quiet, 1);
-	expect_bad(&c, "VRAMPOOL_QUIET", "2", "expected 0 or 1");
+	expect_warned(&c, "VRAMPOOL_QUIET", "2", "expected 1 or 0");
 	CU_ASSERT_EQUAL(c.quiet, 0);
+}
+
+/*
+ * A cosmetic warning is shown once per job: a process that finds
+ * VRAMPOOL_WARNED set (by the launcher or its parent) stays silent, and a
+ * bad cosmetic value beside a bad pool variable costs the pool nothing more.
+ */
+static void test_cosmetic_once_per_job(void)
+{
+	struct config c;
+	char out[2048];
+
+	env_one("VRAMPOOL_QUIET", "2");
+	env_add(CONFIG_WARNED, "1");
+	CU_ASSERT_EQUAL(load_captured(&c, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "");
+	CU_ASSERT_EQUAL(c.warnings, 1);
+	CU_ASSERT_EQUAL(c.warned_before, 1);
+	CU_ASSERT_EQUAL(c.enabled, 1);
+	/* beside a bad pool variable: a line each, only the pool variable turns it off */
+	env_one("VRAMPOOL_TELEMETRY_S", "soon");
+	env_add("VRAMPOOL_SLAB", "huge");
+	CU_ASSERT(load_captured(&c, out, sizeof(out)) == 1 && count_lines(out) == 2);
+	CU_ASSERT(c.invalid == 1 && c.warnings == 1 && strstr(c.problem, "VRAMPOOL_SLAB") != NULL);
 }
 
 static void test_flags_hold_when_others_are_bad(void)
@@ -516,7 +624,11 @@ static void test_expand_rank_and_host(void)
 	CU_ASSERT_EQUAL(config_expand_path("/d/s-%r-%h-%p.json", 42, "3", "node1", out, sizeof(out)), 0);
 	CU_ASSERT_STRING_EQUAL(out, "/d/s-3-node1-42.json");
 	CU_ASSERT_EQUAL(config_expand_path("%r%r", 1, NULL, NULL, out, sizeof(out)), 0);
-	CU_ASSERT_STRING_EQUAL(out, "00");
+	CU_ASSERT_STRING_EQUAL(out, "noranknorank");
+	CU_ASSERT_EQUAL(config_expand_path("%r", 1, "", NULL, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "norank");
+	CU_ASSERT_EQUAL(config_expand_path("%r", 1, "0", NULL, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "0");
 	/* a host name cannot climb out of the directory or carry odd bytes */
 	CU_ASSERT_EQUAL(config_expand_path("/d/%h", 1, "0", "../etc", out, sizeof(out)), 0);
 	CU_ASSERT_STRING_EQUAL(out, "/d/.._etc");
@@ -552,8 +664,12 @@ static void test_stats_path_expansion(void)
 	CU_ASSERT_STRING_EQUAL(out, "/tmp/123456");
 	strcpy(c.stats_path, "/tmp/abcdefgh");
 	CU_ASSERT_EQUAL(config_stats_path(&c, 1, out, 13), -ENAMETOOLONG);
-	/* %r is the configuration's rank, 0 without one; %h the host name */
+	/* %r is the configuration's rank, "norank" without one (not rank 0); %h the host name */
 	strcpy(c.stats_path, "/tmp/r%r");
+	strcpy(c.rank, "0");
+	CU_ASSERT_EQUAL(config_stats_path(&c, 1, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "/tmp/rnorank");
+	c.has_rank = 1;
 	CU_ASSERT_EQUAL(config_stats_path(&c, 1, out, sizeof(out)), 0);
 	CU_ASSERT_STRING_EQUAL(out, "/tmp/r0");
 	strcpy(c.rank, "12");
@@ -565,15 +681,131 @@ static void test_stats_path_expansion(void)
 	CU_ASSERT(strchr(out + 5, '/') == NULL);
 }
 
+/* %q{NAME}: an environment variable's value, '/' made '_', empty when unset; a bad %q is an error. */
+static void test_expand_env(void)
+{
+	char out[64];
+	struct config c;
+
+	env_one("SLURM_JOB_ID", "4711");
+	env_add("ODD", "a/b/../c");
+	env_add("DOTS", "..");
+	CU_ASSERT_EQUAL(config_expand_path_env("/d/s-%q{SLURM_JOB_ID}-%r.json", 1, "2", "h", fake_getenv, out,
+					       sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "/d/s-4711-2.json");
+	CU_ASSERT_EQUAL(config_expand_path_env("/d/%q{ODD}", 1, NULL, NULL, fake_getenv, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "/d/a_b_.._c");
+	CU_ASSERT_EQUAL(config_expand_path_env("/d/%q{DOTS}", 1, NULL, NULL, fake_getenv, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "/d/_");
+	CU_ASSERT_EQUAL(config_expand_path_env("/d/x%q{UNSET_ONE}y", 1, NULL, NULL, fake_getenv, out,
+					       sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "/d/xy");
+	CU_ASSERT_EQUAL(config_expand_path_env("/d/%q{SLURM_JOB_ID}", 1, NULL, NULL, fake_getenv, out, 7),
+			-ENAMETOOLONG);
+	static const char *const bad[] = { "/d/%q", "/d/%qSLURM", "/d/%q{}", "/d/%q{SLURM", "/d/%q{A-B}",
+					   "/d/%q{1A}" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CU_ASSERT_EQUAL(config_expand_path_env(bad[i], 1, NULL, NULL, fake_getenv, out, sizeof(out)), -EINVAL);
+		CU_ASSERT_STRING_EQUAL(out, "");
+	}
+	/* the stats and telemetry variables refuse a bad %q at load time */
+	expect_good(&c, "VRAMPOOL_STATS", "/tmp/s-%q{JOB}-%p.json");
+	expect_bad(&c, "VRAMPOOL_STATS", "/tmp/s-%q-%p.json", "expected %q{NAME}");
+	CU_ASSERT_STRING_EQUAL(c.stats_path, "");
+	expect_bad(&c, "VRAMPOOL_TELEMETRY", "/tmp/t-%q{x", "expected %q{NAME}");
+}
+
+/* Runs config_warn_names over list with stderr captured into out. Returns its result. */
+static int warn_names_captured(char *const *list, char *out, size_t len)
+{
+	cap_list = list;
+	captured(cap_warn_names, out, len);
+	return cap_rc;
+}
+
+/* config_warn_job twice, as a process and then its child would. */
+static void cap_warn_job_twice(void)
+{
+	config_warn_job(cap_config);
+	config_warn_job(cap_config);
+}
+
+/* A misspelled VRAMPOOL_* name is warned about in one line, with the closest known name. */
+static void test_unknown_names(void)
+{
+	char *typo[] = { "PATH=/bin", "VRAMPOOL_LAYUOT=u8:3", "VRAMPOOL_LAYOUT=auto", NULL };
+	char *two[] = { "VRAMPOOL_BUGDET=1G", "VRAMPOOL_ZZZZZZZZZZZZ=1", "VRAMPOOLISH=1", NULL };
+	char *known[] = { "VRAMPOOL=on", "VRAMPOOL_STATS=x", "VRAMPOOL_TELEMETRY_S=5", "VRAMPOOL_WHATIF_MEM=1M",
+			  "VRAMPOOL_LINK_GBPS=4", "VRAMPOOL_LEDGER=on", "VRAMPOOL_BIN=/x", "VRAMPOOL_PYENV=/y",
+			  "VRAMPOOL_CLIENTS_PYENV=/z", "VRAMPOOL_WARNED_NOT=1", NULL };
+	char *marked[] = { "VRAMPOOL_LAYUOT=u8:3", CONFIG_WARNED "=1", NULL };
+	char out[2048];
+
+	CU_ASSERT_EQUAL(warn_names_captured(typo, out, sizeof(out)), 1);
+	CU_ASSERT_EQUAL(count_lines(out), 1);
+	CU_ASSERT(strstr(out, "vrampool: unknown variable VRAMPOOL_LAYUOT (did you mean VRAMPOOL_LAYOUT?)") != NULL);
+	CU_ASSERT_EQUAL(warn_names_captured(two, out, sizeof(out)), 2);
+	CU_ASSERT_EQUAL(count_lines(out), 1);
+	CU_ASSERT(strstr(out, "VRAMPOOL_BUGDET (did you mean VRAMPOOL_BUDGET?)") != NULL);
+	CU_ASSERT(strstr(out, "VRAMPOOL_ZZZZZZZZZZZZ: not read") != NULL || strstr(out, "VRAMPOOL_ZZZZZZZZZZZZ,") != NULL);
+	CU_ASSERT(strstr(out, "VRAMPOOLISH") == NULL);
+	/* the one known name that is not the library's is flagged as a near miss */
+	CU_ASSERT_EQUAL(warn_names_captured(known, out, sizeof(out)), 1);
+	CU_ASSERT(strstr(out, "VRAMPOOL_WARNED_NOT") != NULL);
+	known[9] = NULL;
+	CU_ASSERT_EQUAL(warn_names_captured(known, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "");
+	/* once per job: the marker silences it */
+	CU_ASSERT_EQUAL(warn_names_captured(marked, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "");
+	CU_ASSERT_STRING_EQUAL(config_closest_name("VRAMPOOL_TELEMTRY_S"), "VRAMPOOL_TELEMETRY_S");
+	CU_ASSERT_STRING_EQUAL(config_closest_name("VRAMPOOL_VERBSOE"), "VRAMPOOL_VERBOSE");
+	CU_ASSERT_PTR_NULL(config_closest_name("VRAMPOOL_COMPLETELY_ELSE"));
+}
+
+/*
+ * config_warn_job in a process: warns, then sets the marker in its own
+ * environment, so that a second call (a child) is silent.
+ */
+static void test_warn_job_sets_marker(void)
+{
+	struct config c;
+	char out[2048];
+	char *none[] = { NULL };
+
+	unsetenv(CONFIG_WARNED);
+	setenv("VRAMPOOL_LAYUOT", "u8:3", 1);
+	memset(&c, 0, sizeof(c));
+	cap_config = &c;
+	captured(cap_warn_job_twice, out, sizeof(out));
+	CU_ASSERT_EQUAL(count_lines(out), 1);
+	CU_ASSERT(strstr(out, "VRAMPOOL_LAYUOT") != NULL);
+	CU_ASSERT_PTR_NOT_NULL(getenv(CONFIG_WARNED));
+	unsetenv("VRAMPOOL_LAYUOT");
+	unsetenv(CONFIG_WARNED);
+	/* nothing to say: no marker */
+	config_warn_job(&c);
+	CU_ASSERT_PTR_NULL(getenv(CONFIG_WARNED));
+	CU_ASSERT_EQUAL(warn_names_captured(none, out, sizeof(out)), 0);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "with nothing set the defaults of DESIGN.md hold", test_defaults },
 	{ "an empty value counts as unset", test_empty_is_unset },
 	{ "VRAMPOOL takes on, off, 1 and 0, and off is silent pass-through", test_switch },
+	{ "VRAMPOOL takes the usual spellings of on and off in any case, and so do the flags",
+	  test_switch_spellings },
+	{ "a cosmetic variable's bad value is warned about once per job and costs the pool nothing",
+	  test_cosmetic_once_per_job },
+	{ "%q{NAME} expands to a variable's value, '/' as '_'; a bad %q is an error", test_expand_env },
+	{ "a misspelled VRAMPOOL_* name is warned about with the closest known name", test_unknown_names },
+	{ "the first process that warns sets the marker its children inherit", test_warn_job_sets_marker },
 	{ "VRAMPOOL_LAYOUT is parsed and a bad one is reported", test_layout_var },
 	{ "VRAMPOOL_BUDGET takes auto, a size or a share", test_budget },
 	{ "the count variables take integers in their ranges", test_counts },
 	{ "VRAMPOOL_MARGIN and VRAMPOOL_SLAB take sizes in their ranges", test_sizes },
-	{ "VRAMPOOL_STATS, VRAMPOOL_VERBOSE and VRAMPOOL_QUIET are read", test_stats_and_flags },
+	{ "VRAMPOOL_STATS, VRAMPOOL_VERBOSE and VRAMPOOL_QUIET are read; a bad flag is only warned about",
+	  test_stats_and_flags },
 	{ "verbose and quiet hold when other variables are bad",
 	  test_flags_hold_when_others_are_bad },
 	{ "VRAMPOOL=off with a layout is pass-through without complaint", test_off_with_layout },

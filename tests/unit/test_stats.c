@@ -22,6 +22,7 @@
 #include "pool/fingerprint.h"
 #include "core/log.h"
 #include "core/stats.h"
+#include "pool/ledger.h"
 #include "pool/whatif.h"
 #include "report/json.h"
 #include "report/reason.h"
@@ -241,7 +242,8 @@ static void test_json_every_key_null_where_unknown(void)
 	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "mode"), "on");
 	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "layout"), "3072");
 	/* dormant: the reason is never missing */
-	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "reason"), "no copy matched the layout");
+	CU_ASSERT_STRING_EQUAL(json_str_at(root, NULL, "reason"),
+			       "no copy matched the layout 3072: no host-to-device copy was seen");
 	pool = json_object_get(root, "pool");
 	CU_ASSERT_EQUAL(json_object_size(pool), 18);
 	CU_ASSERT(json_is_null(json_object_get(pool, "gather")));
@@ -469,8 +471,9 @@ static void test_summary_auto_and_stood_down(void)
 	stats_set_state(POOL_DORMANT);
 	stats_set_text(STATS_EVIDENCE, "no row size repeated in 64 copies");
 	s = summary();
-	CU_ASSERT(strstr(s, "vrampool: VRAMPOOL_LAYOUT=auto found no layout: no row size repeated in 64 copies\n")
-		  != NULL);
+	CU_ASSERT(strstr(s, "vrampool: pool dormant: VRAMPOOL_LAYOUT=auto found no row size: no row size repeated "
+			 "in 64 copies; copy sizes seen (most bytes first): none; next: run longer") != NULL);
+	CU_ASSERT(strstr(s, "found automatically") == NULL);
 	free(s);
 
 	stats_reset(1, "3072");
@@ -478,13 +481,13 @@ static void test_summary_auto_and_stood_down(void)
 	stats_add(ST_STOOD_DOWN_CALLS, 30);
 	stats_add(ST_BACKOFF_EVENTS, 1);
 	s = summary();
-	CU_ASSERT(strstr(s, "vrampool: rows did not repeat: pooling stood down after 10 copies; host-side "
-			 "random augmentation makes every epoch unique\n") != NULL);
+	CU_ASSERT(strstr(s, "vrampool: pooling stood down after 10 copies (rows did not hit the pool and it "
+			 "could admit no more; one copy in 8 sampled after)\n") != NULL);
 	free(s);
 	stats_reset(1, "3072");
 	atomic_store(&stats_global.stood_down, 1);
 	s = summary();
-	CU_ASSERT(strstr(s, "rows did not repeat") != NULL);
+	CU_ASSERT(strstr(s, "pooling stood down") != NULL);
 	CU_ASSERT(strstr(s, "second sighting") == NULL);
 	free(s);
 	/* admission on evidence (issue 16): the doorkeeper says what it kept out */
@@ -518,6 +521,120 @@ static void test_summary_suggests_from_evidence(void)
 	s = summary();
 	CU_ASSERT(strstr(s, "vrampool: no VRAMPOOL_LAYOUT set; no row size repeated\n") != NULL);
 	free(s);
+}
+
+/*
+ * Issue 19, case 1: a small budget that filled and stood down is "below
+ * the unique working set", with the figures, whenever the curve shows
+ * repeats it could not hold; host-side augmentation only when the curve
+ * shows no repeat. In the dump's reason and the summary alike.
+ */
+static void test_reason_budget_below_working_set(void)
+{
+	char why[REPORT_REASON_MAX], *s;
+	json_t *root;
+
+	whatif_reset();
+	stats_reset(1, "3072");
+	whatif_epochs(800, 4, 3072);            /* 2.3 MiB distinct, 75% repeats */
+	stats_set(ST_POOL_BUDGET, 100 * 3072);
+	stats_set_state(POOL_FULL);
+	stats_add(ST_BACKOFF_EVENTS, 1);
+	stats_add(ST_MATCHED_CALLS, 40);
+	CU_ASSERT_PTR_NOT_NULL(report_repeat_why(why, sizeof(why)));
+	CU_ASSERT(strstr(why, "the budget is below the unique working set: 2.3 MiB of distinct rows seen against a "
+			 "budget of 300.0 KiB; a budget of 2.3 MiB would have served 75.0% of the matched bytes") != NULL);
+	s = summary();
+	CU_ASSERT(strstr(s, "vrampool: pool full: the budget of 300.0 KiB is full: rows past it cross PCIe; the budget "
+			 "is below the unique working set") != NULL);
+	CU_ASSERT(strstr(s, "augmentation") == NULL);
+	free(s);
+	root = dump_json(1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+	CU_ASSERT(strstr(json_str_at(root, NULL, "reason"), "below the unique working set") != NULL);
+	json_decref(root);
+	/* a pool that stood down, its reason from the pool, gets the same word */
+	stats_set_text(STATS_REASON, "rows did not hit the pool and it can admit no more: pooling stood down after "
+		       "40 copies");
+	atomic_store(&stats_global.stood_down, 1);
+	s = summary();
+	CU_ASSERT(strstr(s, "pooling stood down after 40 copies; the budget is below the unique working set") != NULL);
+	free(s);
+	/* no repeat at all: augmentation */
+	whatif_reset();
+	whatif_epochs(800, 1, 3072);
+	s = summary();
+	CU_ASSERT(strstr(s, "no row repeated (2.3 MiB of distinct rows seen, the what-if curve finds no repeat): "
+			 "host-side random augmentation") != NULL);
+	CU_ASSERT(strstr(s, "working set") == NULL);
+	free(s);
+	/* copies of small rows went by unobserved: the curve cannot blame augmentation */
+	whatif_set_unobserved();
+	s = summary();
+	CU_ASSERT(strstr(s, "went straight through unobserved: a dry run (VRAMPOOL=dry) tells whether rows repeat")
+		  != NULL);
+	CU_ASSERT(strstr(s, "augmentation") == NULL);
+	free(s);
+	atomic_store(&stats_global.stood_down, 0);
+	whatif_reset();
+}
+
+/*
+ * Issue 19, case 2 and item d: a layout no copy matched lists the copy
+ * sizes seen and points to auto; the pass-through reasons are a line.
+ */
+static void test_reason_no_match_lists_sizes(void)
+{
+	char *s;
+	json_t *root;
+
+	whatif_reset();
+	stats_reset(1, "u8:3x224x224");
+	stats_set_state(POOL_DORMANT);
+	note(786432, 124);
+	note(512, 124);
+	stats_add(ST_PASS_NO_MATCH, 248);
+	stats_add(ST_PASS_SRC_NOT_HOST, 2);
+	s = summary();
+	CU_ASSERT(strstr(s, "vrampool: pool dormant: no copy matched the layout u8:3x224x224: copy sizes seen (most "
+			 "bytes first): 786432 (x124, 93.0 MiB), 512 (x124, 62.0 KiB); let the shim find the row "
+			 "size with VRAMPOOL_LAYOUT=auto (vrampool run --layout auto)\n") != NULL);
+	CU_ASSERT(strstr(s, "VRAMPOOL_PROBE_AFTER") == NULL);
+	CU_ASSERT(strstr(s, "vrampool: 250 copies passed through untouched: 248 whose size matched no row of the "
+			 "layout, 2 source not host memory\n") != NULL);
+	free(s);
+	root = dump_json(1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+	CU_ASSERT(strstr(json_str_at(root, NULL, "reason"), "786432 (x124, 93.0 MiB)") != NULL);
+	json_decref(root);
+	/* VRAMPOOL=off alone is said by the first line: no reasons line */
+	stats_reset(0, NULL);
+	stats_add(ST_PASS_OFF, 5);
+	s = summary();
+	CU_ASSERT(strstr(s, "passed through untouched") == NULL);
+	free(s);
+}
+
+/* The cost ledger's books are a line of the summary (issue 19, item e). */
+static void test_summary_ledger_books(void)
+{
+	struct ledger_copy c = { .rows = 64, .row = 3072, .cpu_ns = 50000, .wall_ns = 60000, .hash_ns = 20000,
+				 .hit_rows = 48, .calls_added = 2, .can_admit = 1 };
+	struct ledger_link link = { .gbps = 4, .source = LEDGER_LINK_STATED };
+	struct ledger l;
+	char *s;
+
+	whatif_reset();
+	stats_reset(1, "3072");
+	ledger_board_reset();
+	ledger_init(&l);
+	for (int i = 0; i < 4; i++)
+		ledger_pooled(&l, &ledger_board[0], &c, &link, LEDGER_FORCE);
+	s = summary();
+	CU_ASSERT(strstr(s, "vrampool: cost ledger: 200.0 us of host time spent pooling 4 copies, ") != NULL);
+	CU_ASSERT(strstr(s, "of link time saved, 8 device calls added; 0 copies stood aside") != NULL);
+	free(s);
+	ledger_board_reset();
 }
 
 /* A summary that does not fit ends at a line's end. */
@@ -870,6 +987,11 @@ static const CU_TestInfo tests[] = {
 	{ "without a layout the evidence's suggestion comes first",
 	  test_summary_suggests_from_evidence },
 	{ "a summary too long for its buffer ends at a line's end", test_summary_cut_at_a_line },
+	{ "a small budget's pool says the budget is below the unique working set, augmentation only without repeats",
+	  test_reason_budget_below_working_set },
+	{ "a layout no copy matched lists the sizes seen and points to auto; pass-through reasons are a line",
+	  test_reason_no_match_lists_sizes },
+	{ "the summary gives the cost ledger's books", test_summary_ledger_books },
 	{ "a text field read while another thread writes it is never a mix",
 	  test_text_read_while_written },
 	{ "four threads adding at once sum exactly", test_concurrent_adds },
