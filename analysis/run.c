@@ -306,6 +306,7 @@ static int run_once(struct run_target *t, const struct run_options *o,
 		    const char *lib, const struct child_env *e, struct run_signals *sigs)
 {
 	const char *pre = getenv("LD_PRELOAD");
+	struct run_progress progress;
 	pid_t launcher = getpid();
 	char *preload;
 	int pipefd[2], child_errno = 0, wstatus = 0, ret = 0;
@@ -345,7 +346,8 @@ static int run_once(struct run_target *t, const struct run_options *o,
 	do
 		n = read(pipefd[0], &child_errno, sizeof(child_errno));
 	while (n < 0 && errno == EINTR);
-	ret = run_wait(sigs, o, t->pid, &wstatus);
+	run_progress_start(&progress, o, t);
+	ret = run_wait(sigs, o, t->pid, &wstatus, &progress);
 	if (ret != 0) {
 		fprintf(stderr, "vrampool run: waiting for %s: %s\n", esc(o->cmd[0]), strerror(-ret));
 		goto out_free;

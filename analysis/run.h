@@ -137,6 +137,32 @@ int run_path_writable(const char *path, char *why, size_t size);
 /* Warns on stderr when inspect says that CMD's copies cannot be seen. */
 void run_preflight(const struct run_options *o);
 
+/* ---- run_progress.c: a one-line progress on a terminal -------------------- */
+
+/*
+ * The progress line of one run of CMD: drawn on stderr only when it is a
+ * terminal (not under --verbose, not with TERM=dumb), redrawn every second
+ * from the dump the library rewrites at each telemetry interval.
+ */
+struct run_progress {
+	bool on, shown, has_dump;
+	const char *pattern;		/* the run's VRAMPOOL_STATS pattern */
+	double start, next;		/* monotonic seconds */
+	struct timespec mtime;		/* of the dump last read */
+	uint64_t copies, requested, served, pool_bytes;
+	char state[32];
+};
+
+/* Sets P up for the run of T that starts now. */
+void run_progress_start(struct run_progress *p, const struct run_options *o,
+			const struct run_target *t);
+/* Seconds until P's next redraw (0: now), or -1 when P draws nothing (or is NULL). */
+double run_progress_due(const struct run_progress *p);
+/* Redraws P's line when it is due, reading CHILD's dump again when it changed. */
+void run_progress_tick(struct run_progress *p, pid_t child);
+/* Clears P's line, if one was drawn, so that what follows starts a clean line. */
+void run_progress_end(struct run_progress *p);
+
 /* ---- run_wait.c: while CMD runs ------------------------------------------ */
 
 /*
@@ -160,7 +186,8 @@ void run_signals_child(const struct run_signals *s, pid_t launcher);
  * o->kill_after seconds after the first passed on, CMD still running gets
  * SIGKILL. Messages go to stderr. Returns 0 or -errno from waitpid.
  */
-int run_wait(struct run_signals *s, const struct run_options *o, pid_t child, int *wstatus);
+int run_wait(struct run_signals *s, const struct run_options *o, pid_t child, int *wstatus,
+	     struct run_progress *progress);
 
 /* Between runs: takes the ending signals that came while no CMD ran. Returns s->got. */
 int run_signals_poll(struct run_signals *s);

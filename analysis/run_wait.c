@@ -169,9 +169,10 @@ static int run_take(struct run_signals *s, double wait_s, siginfo_t *info)
 	return sig < 0 ? 0 : sig;
 }
 
-int run_wait(struct run_signals *s, const struct run_options *o, pid_t child, int *wstatus)
+int run_wait(struct run_signals *s, const struct run_options *o, pid_t child, int *wstatus,
+	     struct run_progress *progress)
 {
-	double deadline = 0, left;
+	double deadline = 0, left, due;
 	siginfo_t info;
 	bool killed = false;
 	pid_t r;
@@ -179,8 +180,10 @@ int run_wait(struct run_signals *s, const struct run_options *o, pid_t child, in
 
 	for (;;) {
 		r = waitpid(child, wstatus, WNOHANG);
-		if (r == child)
+		if (r == child) {
+			run_progress_end(progress);
 			return 0;
+		}
 		if (r < 0 && errno != EINTR)
 			return -errno;
 		left = -1;
@@ -194,9 +197,14 @@ int run_wait(struct run_signals *s, const struct run_options *o, pid_t child, in
 				left = -1;
 			}
 		}
+		due = run_progress_due(progress);
+		if (due >= 0 && (left < 0 || due < left))
+			left = due;
 		sig = run_take(s, left, &info);
+		run_progress_tick(progress, child);
 		if (sig == 0 || sig == SIGCHLD)
 			continue;
+		run_progress_end(progress);
 		if (!s->got)
 			s->got = sig;
 		if (!run_should_forward(&info, child))

@@ -480,3 +480,24 @@ check "a vrampool without its library says so and exits 2" \
 	bash -c "mkdir -p '$TMP/lonely' && cp '$V' '$TMP/lonely/' && \
 		out=\$('$TMP/lonely/vrampool' run -- true 2>&1); rc=\$?; echo \"\$out\"; \
 		[ \$rc -eq 2 ] && grep -q 'cannot find the library' <<<\"\$out\""
+
+# Progress without --verbose: on a terminal (script(1) gives CMD and the
+# launcher a pseudo-terminal) the launcher redraws one line from the dump
+# the library rewrites at each interval, and clears it before the report;
+# piped to a file, or under --verbose, it draws nothing (no carriage return).
+progress() {
+	local slow=(env FAKECUDA_CALL_US=2000 "$V" run --interval 1 --layout 3072 --
+		"$TRAINER" --samples 2000 --row 3072 --batch 64 --epochs 8 --quiet)
+	script -qfec "${slow[*]}" /dev/null >tty.out 2>&1 || return 1
+	grep -aq $'\r\e\[Kvrampool run: 0:0[1-9], [0-9]* copies, .* requested, .*% served from the pool' tty.out || return 1
+	grep -aq $'\r\e\[Kvrampool report:' tty.out || return 1
+	"${slow[@]}" >piped.out 2>&1 || return 1
+	! grep -aq $'\r' piped.out || return 1
+	script -qfec "${slow[*]/--interval/--verbose --interval}" /dev/null >verbose.out 2>&1 || return 1
+	! grep -aq $'\e\[K' verbose.out
+}
+if command -v script >/dev/null; then
+	check "a one-line progress on a terminal, none when piped or under --verbose" progress
+else
+	echo "SKIP: progress on a terminal: script(1) (util-linux) is not installed"
+fi
