@@ -109,8 +109,7 @@ static void verdict_spread(struct verdict *v, const double *ratios, int n)
 	v->min = r[0];
 	v->max = r[k - 1];
 	v->median = k % 2 ? r[k / 2] : (r[k / 2 - 1] + r[k / 2]) / 2;
-	v->band = k == 1 ? VERDICT_ONE_PAIR_BAND :
-		  (v->max - v->min > VERDICT_BAND_MIN ? v->max - v->min : VERDICT_BAND_MIN);
+	v->band = k == 1 ? VERDICT_ONE_PAIR_BAND : VERDICT_BAND_MIN;
 }
 
 /* The time half of the verdict: V's pairs judged, its text written. */
@@ -137,7 +136,8 @@ static void verdict_judge_time(struct verdict *v)
 		snprintf(v->time_text, sizeof(v->time_text),
 			 "time: off/on %.2f (%s): one pair cannot carry a time verdict on a noisy machine unless the difference is over %.0f%%; `--ab --repeat 5` runs five pairs",
 			 v->median, what, 100 * VERDICT_ONE_PAIR_BAND);
-	} else if ((v->min <= 1 && v->max >= 1) || within_band(v->median, v->band)) {
+	} else if (v->min <= 1 + v->band + 1e-9 && v->max >= 1 / (1 + v->band) - 1e-9) {
+		/* the pairs disagree, or one is within the band: no direction holds in every pair */
 		v->time = VERDICT_TIME_SAME;
 		snprintf(v->time_text, sizeof(v->time_text),
 			 "time: no measurable difference in time: off/on %.2f (%s%s)", v->median, spread, what);

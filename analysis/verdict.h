@@ -12,9 +12,10 @@
  * the wall time each dump states (first CUDA call to exit: start-up
  * included, which the text says). The time verdict of N pairs takes the
  * pairs' ratios: their median, their spread (min-max), and a band of no
- * measurable difference, max(VERDICT_BAND_MIN, max - min): when the spread
- * straddles 1 or the median is within the band of 1, there is no
- * measurable difference. One pair carries a verdict only beyond
+ * measurable difference around 1, VERDICT_BAND_MIN either way: the pool
+ * is faster (slower) only when every pair is beyond the band on that side;
+ * a spread that reaches into the band or straddles 1 is no measurable
+ * difference, whatever the median. One pair carries a verdict only beyond
  * VERDICT_ONE_PAIR_BAND (a noisy machine gave 1.51, 1.03, 1.19, 0.95 for
  * one set-up). The verdict never calls the pool faster when the pooled
  * run was slower.

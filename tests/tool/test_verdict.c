@@ -108,6 +108,9 @@ static void test_pairs_band(void)
 	double close[3] = { 1.02, 1.01, 1.02 };
 	double clear[3] = { 1.30, 1.25, 1.28 };
 	double wide[3] = { 1.05, 1.30, 1.10 };
+	double touch[3] = { 1.02, 1.30, 1.10 };
+	double slower[3] = { 0.80, 0.95, 0.90 };
+	double demo[3] = { 1.36, 2.98, 1.92 };	/* make demo: every pair faster, widely spread */
 
 	pair(&off, &on);
 	verdict_judge(&v, &off, &on, straddle, 4);
@@ -122,7 +125,14 @@ static void test_pairs_band(void)
 	verdict_judge(&v, &off, &on, clear, 3);
 	CU_ASSERT_EQUAL(v.time, VERDICT_TIME_FASTER);
 	verdict_judge(&v, &off, &on, wide, 3);
-	CU_ASSERT_EQUAL(v.time, VERDICT_TIME_SAME);	/* the median 1.10 is within the spread 0.25 */
+	CU_ASSERT_EQUAL(v.time, VERDICT_TIME_FASTER);	/* every pair beyond the 3% band */
+	verdict_judge(&v, &off, &on, demo, 3);
+	CU_ASSERT_EQUAL(v.time, VERDICT_TIME_FASTER);	/* a wide spread all on one side is a verdict */
+	verdict_judge(&v, &off, &on, touch, 3);
+	CU_ASSERT_EQUAL(v.time, VERDICT_TIME_SAME);	/* one pair within the band */
+	verdict_judge(&v, &off, &on, slower, 3);
+	CU_ASSERT_EQUAL(v.time, VERDICT_TIME_SLOWER);
+	CU_ASSERT_PTR_NOT_NULL(strstr(v.time_text, "slower with the pool"));
 }
 
 static void test_pairs_summed(void)
@@ -186,7 +196,7 @@ static const CU_TestInfo tests[] = {
 	{ "the steady time per copy judges time before wall time, off/on", test_steady_before_wall },
 	{ "without a pace in both dumps, wall time is the figure, and says so", test_wall_time_fallback },
 	{ "one pair carries a time verdict only beyond 25% either way", test_one_pair_band },
-	{ "N pairs: a spread that straddles 1 or a median within the band is no measurable difference",
+	{ "N pairs: faster or slower only when every pair is beyond the 3% band on that side",
 	  test_pairs_band },
 	{ "pairs are summed with each pair's ratio, the runs' wall times averaged", test_pairs_summed },
 	{ "a dump's pace, device, command and dry mode are read, and summed", test_dump_reads_pace_and_device },
