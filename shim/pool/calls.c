@@ -193,22 +193,22 @@ static int calls_h2d_sync(void *arg, uint64_t off, uint64_t len)
  * with *err the forward's status when it took the copy, else 0.
  */
 /*
- * The what-if curve's share of a copy stood aside (issue 19: the curve
- * stays true): a content sample of its rows where they are large enough
- * (whatif_observe_sparse) and the source is host memory, asked of the
- * driver first, since nothing else has looked at it; else the mark that
- * the curve is an estimate.
+ * The what-if curve's share of a copy of a spec the ledger stood aside:
+ * none. Standing aside is the route where the shim must cost only its
+ * counting (the rows cost more than they save, DESIGN "never slower"), and
+ * even a content sample of the rows (whatif_observe_sparse: a pointer query
+ * for the copy and a few words read from every row, from cache lines the
+ * CPU has not touched when the source is pinned) would cost a row about
+ * what sending it saves. The ledger's own sampled copies (pool_copy_aside,
+ * one in LEDGER_SAMPLE_EVERY) observe; the others leave the mark that the
+ * curve is an estimate from the copies seen, and the summary says so.
+ * Copies of a pool that stood down (back-off: a full pool whose rows do not
+ * hit) keep feeding the curve (pool_copy_unhashed): that curve is what
+ * tells a budget below the working set from rows that never repeat.
  */
-static void calls_aside_whatif(const struct copy_call *c, uint64_t row)
+static void calls_aside_whatif(void)
 {
-	enum dev_mem kind;
-	int ord;
-
-	if (row >= WHATIF_SPARSE_MIN_ROW && device_classify(c->src, &kind, &ord, NULL) == 0 &&
-	    (kind == DEV_MEM_UNREGISTERED || kind == DEV_MEM_HOST))
-		whatif_observe_sparse(c->src, c->n / row, row);
-	else
-		whatif_set_unobserved();
+	whatif_set_unobserved();
 }
 
 static int calls_aside(struct copy_call *c, const struct layout *l, int *err)
@@ -235,7 +235,7 @@ static int calls_aside(struct copy_call *c, const struct layout *l, int *err)
 	stats_add(ST_BYTES_H2D, c->n);
 	ledger_count_aside(&ledger_board[slot], c->n, hit.row);
 	calls_count(c->n, c->driver, CL_POOL);
-	calls_aside_whatif(c, hit.row);
+	calls_aside_whatif();
 	return 1;
 }
 

@@ -137,7 +137,7 @@ static void summary_whatif(struct sbuf *b, int stood_down)
 		sbuf_line(b, "vrampool: a budget of %s would have served %.1f%% (%s of %s matched bytes)%s",
 			  log_bytes(b1, sizeof(b1), w.unique_bytes), 100.0 * (double)at_u / (double)total,
 			  log_bytes(b2, sizeof(b2), at_u), log_bytes(b3, sizeof(b3), total),
-			  w.unobserved ? ", estimated: copies of small rows that went straight through were not observed" :
+			  w.unobserved ? ", estimated: copies that went straight through (stood aside, or rows too small to sample) were not observed; a dry run (VRAMPOOL=dry) measures it" :
 			  w.estimate ? ", estimated: copies that went straight through were sampled by content" :
 			  w.sampled ? ", estimated from a sample of the rows" : "");
 		return;
