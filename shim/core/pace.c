@@ -161,8 +161,20 @@ void pace_snapshot(struct pace_snapshot *s)
 		pace_copy_out(s, first, last);
 		atomic_thread_fence(memory_order_acquire);
 		s2 = atomic_load_explicit(&pace_seq, memory_order_relaxed);
-		if ((s1 == s2 && !(s1 & 1)) || tries >= PACE_TRIES)
+		if (s1 == s2 && !(s1 & 1))
 			break;
+		if (tries >= PACE_TRIES) {
+			/* notes kept coming: a consistent copy under their mutex, if it comes free */
+			for (int t = 0; t < PACE_LOCK_TRIES; t++) {
+				if (pthread_mutex_trylock(&pace_lock) == 0) {
+					pace_copy_out(s, first, last);
+					pthread_mutex_unlock(&pace_lock);
+					break;
+				}
+				sched_yield();
+			}
+			break;
+		}
 	}
 	n = s->nwindows;
 	for (int i = 0; i < n; i++) {

@@ -32,9 +32,11 @@
  * work under it; no other lock is taken inside, none of the shim's is held
  * around it but what its caller holds). Readers (pace_snapshot) take no
  * lock and allocate nothing: they copy the table under a sequence count
- * and retry while a note is under way, at most PACE_TRIES times, then take
- * what they read (a note stopped by a signal for good cannot stall the
- * final dump). Makes no CUDA call. Core layer: calls nothing above core/.
+ * and retry while a note is under way, at most PACE_TRIES times; then (the
+ * notes keep coming, on a loaded machine) they try the mutex, at most
+ * PACE_LOCK_TRIES times, and copy under it; only then do they take what they
+ * read (a note stopped by a signal for good cannot stall the final dump).
+ * Makes no CUDA call. Core layer: calls nothing above core/.
  */
 #ifndef VRAMPOOL_PACE_H
 #define VRAMPOOL_PACE_H
@@ -43,6 +45,7 @@
 
 #define PACE_WINDOWS 64
 #define PACE_TRIES 1000
+#define PACE_LOCK_TRIES 1000
 
 /* Opens this thread's copy: reads the clock, remembered as its call time. Returns it. */
 uint64_t pace_begin(void);
