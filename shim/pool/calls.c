@@ -192,25 +192,6 @@ static int calls_h2d_sync(void *arg, uint64_t off, uint64_t len)
  * divides (several: the content picks the spec, specpick.h). Returns 1
  * with *err the forward's status when it took the copy, else 0.
  */
-/*
- * The what-if curve's share of a copy of a spec the ledger stood aside:
- * none. Standing aside is the route where the shim must cost only its
- * counting (the rows cost more than they save, DESIGN "never slower"), and
- * even a content sample of the rows (whatif_observe_sparse: a pointer query
- * for the copy and a few words read from every row, from cache lines the
- * CPU has not touched when the source is pinned) would cost a row about
- * what sending it saves. The ledger's own sampled copies (pool_copy_aside,
- * one in LEDGER_SAMPLE_EVERY) observe; the others leave the mark that the
- * curve is an estimate from the copies seen, and the summary says so.
- * Copies of a pool that stood down (back-off: a full pool whose rows do not
- * hit) keep feeding the curve (pool_copy_unhashed): that curve is what
- * tells a budget below the working set from rows that never repeat.
- */
-static void calls_aside_whatif(void)
-{
-	whatif_set_unobserved();
-}
-
 static int calls_aside(struct copy_call *c, const struct layout *l, int *err)
 {
 	struct layout_hit hit;
@@ -235,7 +216,9 @@ static int calls_aside(struct copy_call *c, const struct layout *l, int *err)
 	stats_add(ST_BYTES_H2D, c->n);
 	ledger_count_aside(&ledger_board[slot], c->n, hit.row);
 	calls_count(c->n, c->driver, CL_POOL);
-	calls_aside_whatif();
+	/* not a word of its rows read for the what-if curve: standing aside costs only the
+	 * counting (DESIGN, never slower); the curve says it is an estimate (whatif.h) */
+	whatif_set_unobserved();
 	return 1;
 }
 

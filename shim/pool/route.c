@@ -191,7 +191,7 @@ int pool_copy_aside(struct pool_copy_ctx *x, int slot)
 
 	stats_add(ST_STOOD_ASIDE_CALLS, 1);
 	err = pool_copy_plain(x);
-	pool_copy_unhashed(x);
+	whatif_set_unobserved();        /* one copy in N: a content sample of it would miss the repeats */
 	pthread_mutex_lock(&p->mu);
 	s.can_admit = pool_can_admit(p) || !p->decided;
 	pthread_mutex_unlock(&p->mu);

@@ -53,7 +53,8 @@ const char *report_repeat_why(char *buf, size_t len)
 		return NULL;
 	if (w.repeat_bytes * 200 <= total && w.unobserved) {
 		snprintf(buf, len, "no row repeated in the copies the what-if curve saw (%s of distinct rows), but "
-			 "copies of rows under %d bytes went straight through unobserved: a dry run (VRAMPOOL=dry) "
+			 "copies of a spec the cost ledger stood aside, or of rows under %d bytes, went straight "
+			 "through unobserved: a dry run (VRAMPOOL=dry) "
 			 "tells whether rows repeat", log_bytes(b1, sizeof(b1), w.unique_bytes), WHATIF_SPARSE_MIN_ROW);
 		return buf;
 	}
