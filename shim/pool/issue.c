@@ -16,6 +16,7 @@
 #include "pool/ledger.h"
 #include "pool/pincheck.h"
 #include "pool/pool_impl.h"
+#include "pool/route.h"
 
 /*
  * The fewest hit bytes worth a device operation of their own: without
@@ -283,12 +284,10 @@ static int pool_issue_batched(struct pool_copy_ctx *x)
 }
 
 /* The second operation: the hits and captures, as one gather launch or one batch. */
-static int pool_move(struct pool_copy_ctx *x)
+static int pool_move_rows(struct pool_copy_ctx *x)
 {
 	int err;
 
-	if (!x->hits && !x->captures)
-		return POOL_DONE;
 	if (!device_gather_ready(x->p->dev))
 		return pool_issue_batched(x);
 	err = pool_issue_gather(x);
@@ -297,6 +296,26 @@ static int pool_move(struct pool_copy_ctx *x)
 	if (err)
 		return x->hits ? POOL_REDELIVER : POOL_CAPTURE_LOST;
 	return POOL_DONE;
+}
+
+/*
+ * The same, timed now and then for the serve meter (route.h, link.h): only
+ * a gather of hits alone, what serving costs; captures write slab memory
+ * written for the first time, which on the emulated device costs the
+ * host's page faults, and their cost is paid once.
+ */
+static int pool_move(struct pool_copy_ctx *x)
+{
+	uint64_t bytes = x->hits * x->r->row;
+	int timed, err;
+
+	if (!x->hits && !x->captures)
+		return POOL_DONE;
+	timed = !x->captures && pool_serve_begin(x, bytes);
+	err = pool_move_rows(x);
+	if (timed)
+		pool_serve_end(x, bytes, err == POOL_DONE);
+	return err;
 }
 
 /*

@@ -87,6 +87,15 @@ double ledger_row_ns(uint64_t row, const struct ledger_link *link)
 	return link->gbps > 0 ? (double)row / link->gbps : 0;
 }
 
+double ledger_saved_row_ns(uint64_t row, const struct ledger_link *link)
+{
+	double saved = ledger_row_ns(row, link);
+
+	if (link->serve_gbps > 0)
+		saved -= (double)row / link->serve_gbps;
+	return saved > 0 ? saved : 0;
+}
+
 /* Whether a link figure may judge a window or a sample: stated or measured. */
 static int ledger_link_known(const struct ledger_link *link)
 {
@@ -113,8 +122,9 @@ static void ledger_judge(struct ledger *l, enum ledger_basis basis, double host_
 	v->host_ns = host_ns;
 	v->link = *link;
 	v->link_ns = ledger_row_ns(l->row, link);
+	v->serve_ns = link->serve_gbps > 0 ? (double)l->row / link->serve_gbps : 0;
 	v->hit_share = share;
-	v->saved_ns = v->link_ns * share;
+	v->saved_ns = ledger_saved_row_ns(l->row, link) * share;
 	v->aside = host_ns > v->saved_ns;
 }
 
@@ -160,7 +170,7 @@ static void ledger_tally_copy(struct ledger_tally *t, const struct ledger_copy *
 	tally_add(&t->cpu_ns, c->cpu_ns);
 	tally_add(&t->wall_ns, c->wall_ns);
 	tally_add(&t->hit_rows, c->hit_rows);
-	tally_add(&t->saved_ns, (uint64_t)((double)c->hit_rows * ledger_row_ns(c->row, link)));
+	tally_add(&t->saved_ns, (uint64_t)((double)c->hit_rows * ledger_saved_row_ns(c->row, link)));
 	tally_add(&t->calls_added, c->calls_added);
 }
 
@@ -172,7 +182,7 @@ static void ledger_tally_copy(struct ledger_tally *t, const struct ledger_copy *
  */
 static int ledger_prior(struct ledger *l, const struct ledger_link *link)
 {
-	struct ledger_link slow = { LEDGER_SLOW_GBPS, LEDGER_LINK_ASSUMED };
+	struct ledger_link slow = { LEDGER_SLOW_GBPS, LEDGER_LINK_ASSUMED, link->serve_gbps };
 	double least = l->prior_ns[0];
 
 	for (int i = 1; i < LEDGER_PRIOR_COPIES; i++)
@@ -244,7 +254,7 @@ enum ledger_event ledger_pooled(struct ledger *l, struct ledger_tally *t, const 
 	/* Captures are paid once, by the repeats: a capturing window weighs the hash. */
 	hashing = !l->win_full && l->win_captured > l->win_hit_rows;
 	cost = (double)(hashing ? l->win_hash_ns : l->win_host_ns) / (double)l->win_rows;
-	saving = ledger_row_ns(l->row, link) * share;
+	saving = ledger_saved_row_ns(l->row, link) * share;
 	if (!ledger_window_due(l, cost, saving))
 		return LEDGER_EV_NONE;
 	ledger_judge(l, LEDGER_BASIS_WINDOW, cost, link, share);
@@ -303,7 +313,7 @@ enum ledger_event ledger_aside(struct ledger *l, struct ledger_tally *t, const s
 			return LEDGER_EV_NONE;
 		link = &l->last.link;
 	}
-	if (!(cost * LEDGER_RESUME_MARGIN < ledger_row_ns(s->row, link) * share)) {
+	if (!(cost * LEDGER_RESUME_MARGIN < ledger_saved_row_ns(s->row, link) * share)) {
 		ledger_judge(l, LEDGER_BASIS_SAMPLE, cost, link, share);
 		l->last.hashing = hashing;
 		ledger_publish(t, l);
@@ -329,6 +339,8 @@ void ledger_publish(struct ledger_tally *t, const struct ledger *l)
 
 	atomic_store_explicit(&t->host_ps, (uint64_t)(v->host_ns * 1000.0), memory_order_relaxed);
 	atomic_store_explicit(&t->link_ps, (uint64_t)(v->link_ns * 1000.0), memory_order_relaxed);
+	atomic_store_explicit(&t->serve_ps, (uint64_t)(v->serve_ns * 1000.0), memory_order_relaxed);
+	atomic_store_explicit(&t->serve_mbps, (uint64_t)(v->link.serve_gbps * 1000.0 + 0.5), memory_order_relaxed);
 	atomic_store_explicit(&t->saved_ps, (uint64_t)(v->saved_ns * 1000.0), memory_order_relaxed);
 	atomic_store_explicit(&t->mbps, (uint64_t)(v->link.gbps * 1000.0 + 0.5), memory_order_relaxed);
 	atomic_store_explicit(&t->hit_pm, (uint64_t)(v->hit_share * 1000.0 + 0.5), memory_order_relaxed);
@@ -382,6 +394,8 @@ int ledger_view(const struct ledger_tally *t, struct ledger_view *out)
 	out->aside = atomic_load_explicit(&t->aside, memory_order_relaxed) > 0;
 	out->v.host_ns = (double)tally_get(&t->host_ps) / 1000.0;
 	out->v.link_ns = (double)tally_get(&t->link_ps) / 1000.0;
+	out->v.serve_ns = (double)tally_get(&t->serve_ps) / 1000.0;
+	out->v.link.serve_gbps = (double)tally_get(&t->serve_mbps) / 1000.0;
 	out->v.saved_ns = (double)tally_get(&t->saved_ps) / 1000.0;
 	out->v.link.gbps = (double)tally_get(&t->mbps) / 1000.0;
 	out->v.hit_share = (double)tally_get(&t->hit_pm) / 1000.0;
@@ -436,7 +450,7 @@ static const char *ledger_ns_text(char *buf, size_t len, double ns)
 char *ledger_reason(const struct ledger_view *v, char *buf, size_t len)
 {
 	const struct ledger_verdict *d = &v->v;
-	char row[32], host[32], saved[32], share[48] = "";
+	char row[32], host[32], saved[32], share[48] = "", serve[96] = "", served[32];
 	/* A verdict to stand aside while the spec pools: VRAMPOOL_LEDGER=force. */
 	const char *state = v->aside ? "stood aside"
 			  : d->aside ? "pool, though the ledger would stand aside" : "pool";
@@ -449,12 +463,16 @@ char *ledger_reason(const struct ledger_view *v, char *buf, size_t len)
 	if (d->hit_share < 0.9995)
 		snprintf(share, sizeof(share), "; %.0f%% of rows hit", 100.0 * d->hit_share);
 	ledger_ns_text(host, sizeof(host), d->host_ns);
-	ledger_ns_text(saved, sizeof(saved), d->saved_ns);
-	snprintf(buf, len, "%s rows %s%s: %s of %s per row %s %s of link time at %.3g GB/s (%s%s)",
+	/* The link time at stake, and what serving it from the slabs takes back (measured). */
+	ledger_ns_text(saved, sizeof(saved), d->link_ns * d->hit_share);
+	if (d->serve_ns > 0 && d->link.serve_gbps > 0)
+		snprintf(serve, sizeof(serve), ", less %s serving it from VRAM at %.3g GB/s (measured)",
+			 ledger_ns_text(served, sizeof(served), d->serve_ns * d->hit_share), d->link.serve_gbps);
+	snprintf(buf, len, "%s rows %s%s: %s of %s per row %s %s of link time at %.3g GB/s (%s%s)%s",
 		 row, state, d->basis == LEDGER_BASIS_PRIOR ? " from their first copies" : "", host,
 		 !d->hashing ? "host time" : d->basis == LEDGER_BASIS_SAMPLE ? "sampled hashing and look-up" : "hashing",
 		 d->aside ? "to save" : "saves", saved, d->link.gbps,
-		 ledger_source_name(d->link.source), share);
+		 ledger_source_name(d->link.source), share, serve);
 	return buf;
 }
 

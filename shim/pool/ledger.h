@@ -118,10 +118,16 @@ enum ledger_basis {
 	LEDGER_BASIS_SAMPLE,    /* the sample taken while standing aside */
 };
 
-/* A link speed and its source. */
+/*
+ * A link speed and its source, and the device's speed serving a hit: a
+ * hit does not cross the link but is copied from a slab on the device
+ * (the gather), which takes the stream's time too. A row saves its link
+ * time less its serving time.
+ */
 struct ledger_link {
 	double gbps;            /* 1e9 bytes per second; 0 with LEDGER_LINK_NONE */
 	enum ledger_source source;
+	double serve_gbps;      /* serving from the slabs, measured (link.h); 0: not measured, taken as free */
 };
 
 /*
@@ -151,7 +157,8 @@ struct ledger_verdict {
 	enum ledger_basis basis;
 	double host_ns;         /* host time per row */
 	double link_ns;         /* a row's time on the link */
-	double saved_ns;        /* what a row saves: link_ns, times the hit share with a full pool */
+	double serve_ns;        /* a row's time served from the slabs (0: not measured) */
+	double saved_ns;        /* what a row saves: link_ns less serve_ns, times the hit share with a full pool */
 	double hit_share;       /* 1 while the pool can admit, else the share of rows that hit */
 	struct ledger_link link;
 	int hashing;            /* host_ns is a hash's: a window of captures', or a sample's hash and look-up */
@@ -195,7 +202,7 @@ struct ledger_tally {
 	_Atomic uint64_t turn;          /* the calls layer's count for LEDGER_SAMPLE_EVERY */
 	/* the last verdict's figures (fixed point: ps per row, MB/s, per mille) */
 	_Atomic int basis, source, verdict_aside, hashing;
-	_Atomic uint64_t host_ps, link_ps, saved_ps, mbps, hit_pm;
+	_Atomic uint64_t host_ps, link_ps, serve_ps, saved_ps, mbps, serve_mbps, hit_pm;
 };
 
 /* The process's board: one tally per spec slot. */
@@ -276,6 +283,12 @@ void ledger_count_aside(struct ledger_tally *t, uint64_t n, uint64_t row);
 
 /* A row's time on the link in ns (0 when link is unknown). */
 double ledger_row_ns(uint64_t row, const struct ledger_link *link);
+
+/*
+ * What a hit of row bytes saves in ns: its link time less its time served
+ * from the slabs (when measured), never below 0.
+ */
+double ledger_saved_row_ns(uint64_t row, const struct ledger_link *link);
 
 /* Publishes l's verdict into t (the reports read it). */
 void ledger_publish(struct ledger_tally *t, const struct ledger *l);

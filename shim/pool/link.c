@@ -5,21 +5,29 @@
 
 #include <errno.h>
 
-void link_get(const struct link_meter *m, double stated_gbps, struct ledger_link *out)
+double link_rate(const struct link_meter *m)
 {
 	double best = 0;
 	unsigned k = m->n < LINK_KEEP ? m->n : LINK_KEEP;
 
+	for (unsigned i = 0; i < k; i++)
+		if (m->rate[i] > best)
+			best = m->rate[i];
+	return best;
+}
+
+void link_get(const struct link_meter *m, const struct link_meter *serve, double stated_gbps,
+	      struct ledger_link *out)
+{
+	/* A serving figure needs a full set: the emulated device's events come late when its worker waits for a core. */
+	out->serve_gbps = serve && serve->n >= LINK_FIRST ? link_rate(serve) : 0;
 	if (stated_gbps > 0) {
 		out->gbps = stated_gbps;
 		out->source = LEDGER_LINK_STATED;
 		return;
 	}
-	for (unsigned i = 0; i < k; i++)
-		if (m->rate[i] > best)
-			best = m->rate[i];
-	out->gbps = best;
-	out->source = best > 0 ? LEDGER_LINK_MEASURED : LEDGER_LINK_NONE;
+	out->gbps = link_rate(m);
+	out->source = out->gbps > 0 ? LEDGER_LINK_MEASURED : LEDGER_LINK_NONE;
 }
 
 /* Whether measuring a copy of bytes bytes is possible at all now. */
@@ -42,6 +50,14 @@ int link_pool_due(struct link_meter *m, double stated_gbps, uint64_t bytes)
 	if (!link_can(m, stated_gbps, bytes))
 		return 0;
 	return m->pooled >= (m->n < LINK_FIRST ? LINK_GAP : LINK_POOL_REFRESH);
+}
+
+int link_serve_due(struct link_meter *m, uint64_t bytes)
+{
+	m->plain++;
+	if (bytes < LINK_MIN_BYTES || m->fails >= LINK_FAIL_MAX || m->phase != LINK_IDLE)
+		return 0;
+	return m->n < LINK_FIRST || m->plain >= LINK_REFRESH;
 }
 
 int link_begin(struct link_meter *m, dev_stream s)
@@ -81,7 +97,7 @@ void link_end(struct link_meter *m, dev_stream s, uint64_t bytes, uint64_t wait_
 	m->phase = LINK_INFLIGHT;
 }
 
-void link_poll(struct link_meter *m)
+void link_poll(struct link_meter *m, uint64_t min_ns)
 {
 	uint64_t ns = 0;
 	int err;
@@ -98,8 +114,10 @@ void link_poll(struct link_meter *m)
 	}
 	if (m->pageable && m->wait_ns > ns)
 		ns = m->wait_ns;
-	if (ns < LINK_MIN_NS)
+	if (ns < min_ns)
 		return;         /* too short to tell the link from the events */
+	if (!ns)
+		ns = 1;
 	m->rate[m->n % LINK_KEEP] = (double)m->bytes / (double)ns;
 	m->n++;
 }

@@ -58,10 +58,10 @@
 #include "pool/ledger.h"
 
 #define LINK_KEEP 8                     /* measurements the estimate is taken from */
-#define LINK_FIRST 3                    /* measurements wanted at once */
+#define LINK_FIRST LINK_KEEP             /* measurements wanted at once: a full set, so that slow first ones (fresh memory) are outvoted */
 #define LINK_REFRESH 64                 /* then one plain copy in this many */
 #define LINK_GAP 8                      /* a pooling spec: one copy in this many, for the first */
-#define LINK_POOL_REFRESH 1024          /* then one in this many */
+#define LINK_POOL_REFRESH 256           /* then one in this many */
 #define LINK_MIN_BYTES (64ULL << 10)    /* the smallest copy measured */
 #define LINK_MIN_NS 2000                /* the shortest time a measurement counts */
 #define LINK_FAIL_MAX 8
@@ -79,8 +79,34 @@ struct link_meter {
 	uint64_t plain, pooled;         /* copies since the last measurement began */
 };
 
-/* The link known now: stated (stated_gbps > 0), measured, or none. */
-void link_get(const struct link_meter *m, double stated_gbps, struct ledger_link *out);
+/*
+ * The link known now: stated (stated_gbps > 0), measured, or none; and the
+ * serving speed serve measured (link_serve_due; 0 while fewer than
+ * LINK_FIRST gathers were timed, or serve NULL: serving counts as free).
+ */
+void link_get(const struct link_meter *m, const struct link_meter *serve, double stated_gbps,
+	      struct ledger_link *out);
+
+/* The fastest of m's last measurements, in bytes per ns (1e9 bytes/s); 0: none. */
+double link_rate(const struct link_meter *m);
+
+/*
+ * The serve meter: a second meter of the same kind, whose two events
+ * bracket the pool's own device-to-device work of a copy (the gather of
+ * its hits, slab -> destination) instead of a send. A hit
+ * saves its link time less that time, which on a GPU is a small part of
+ * it (device memory is far faster than the link) and on the emulated
+ * device, whose device-to-device copies are this machine's memcpy, can be
+ * all of it. Whether the gather of a copy moving bytes bytes should be
+ * timed (counts one gather): while fewer than LINK_FIRST measurements are
+ * in, then one in LINK_REFRESH. The caller times it only where the stream
+ * has work queued ahead of the gather (on an idle stream the first event
+ * would complete before the launch is even made, and the launch would
+ * count as device time). The pool times only gathers of hits alone
+ * (issue.c). Its measurements are read with link_poll(m, 0):
+ * a short one is the point, not noise.
+ */
+int link_serve_due(struct link_meter *m, uint64_t bytes);
 
 /* Whether the next plain copy, of bytes bytes, should be measured (counts one plain copy). */
 int link_plain_due(struct link_meter *m, double stated_gbps, uint64_t bytes);
@@ -106,8 +132,11 @@ int link_begin(struct link_meter *m, dev_stream s);
  */
 void link_end(struct link_meter *m, dev_stream s, uint64_t bytes, uint64_t wait_ns, int pageable, int ok);
 
-/* Reads a finished measurement in, without waiting. */
-void link_poll(struct link_meter *m);
+/*
+ * Reads a finished measurement in, without waiting; a time under min_ns is
+ * dropped (LINK_MIN_NS for the link, 0 for the serve meter).
+ */
+void link_poll(struct link_meter *m, uint64_t min_ns);
 
 /* Frees the meter's events (the pool is freed with its context alive). */
 void link_release(struct link_meter *m);

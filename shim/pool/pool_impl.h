@@ -97,6 +97,7 @@ struct pool {
 	struct ledger ledgers[LEDGER_SPECS];
 	struct backoff_kinds kinds;
 	struct link_meter link;
+	struct link_meter serve;        /* the pool's own device-to-device serving (link.h); under mu */
 	struct index samples;   /* fingerprints of rows sampled while stood down */
 	struct doorkeeper dk;   /* admission on evidence (issue 16, doorkeeper.h); under mu */
 	dev_event *free_events;

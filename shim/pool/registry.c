@@ -190,6 +190,7 @@ static void pool_free(struct pool *p, int release_device)
 		for (uint32_t i = 0; i < p->nfree_events; i++)
 			device_event_free(p->free_events[i]);
 		link_release(&p->link);
+		link_release(&p->serve);
 	}
 	free(p->free_events);
 	free(p->slabs);

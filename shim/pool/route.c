@@ -29,6 +29,32 @@ void pool_link_end(struct pool_copy_ctx *x, int ok, uint64_t wait_ns)
 	pthread_mutex_unlock(&x->p->mu);
 }
 
+int pool_serve_begin(struct pool_copy_ctx *x, uint64_t bytes)
+{
+	struct pool *p = x->p;
+	int due, err;
+
+	if (pool_cfg->ledger == LEDGER_OFF || pool_cfg->dry)
+		return 0;
+	pthread_mutex_lock(&p->mu);
+	due = link_serve_due(&p->serve, bytes);
+	pthread_mutex_unlock(&p->mu);
+	/* An idle stream would time the launch as the device's work. */
+	if (!due || device_stream_idle(p->dev, x->r->stream))
+		return 0;
+	pthread_mutex_lock(&p->mu);
+	err = link_begin(&p->serve, x->r->stream);
+	pthread_mutex_unlock(&p->mu);
+	return err == 0;
+}
+
+void pool_serve_end(struct pool_copy_ctx *x, uint64_t bytes, int ok)
+{
+	pthread_mutex_lock(&x->p->mu);
+	link_end(&x->p->serve, x->r->stream, bytes, 0, 0, ok);
+	pthread_mutex_unlock(&x->p->mu);
+}
+
 /* Delivers the whole copy host-to-device, counting its rows as misses. */
 int pool_copy_plain(struct pool_copy_ctx *x)
 {
@@ -129,7 +155,7 @@ int pool_copy_sample(struct pool_copy_ctx *x, uint32_t *rows, uint32_t *hits, ui
 static void pool_ledger_said(int slot, enum ledger_event ev)
 {
 	struct ledger_view v;
-	char why[256];
+	char why[320];
 
 	if (ev == LEDGER_EV_NONE)
 		return;
@@ -167,7 +193,7 @@ void pool_ledger_pooled(struct pool_copy_ctx *x, int slot, uint64_t wall_ns, uin
 
 	pthread_mutex_lock(&p->mu);
 	c.can_admit = !p->decided || pool_can_admit(p);
-	link_get(&p->link, pool_cfg->link_gbps, &link);
+	link_get(&p->link, &p->serve, pool_cfg->link_gbps, &link);
 	ev = ledger_pooled(&p->ledgers[slot], &ledger_board[slot], &c, &link, pool_cfg->ledger);
 	pthread_mutex_unlock(&p->mu);
 	pool_ledger_said(slot, ev);
@@ -200,7 +226,7 @@ int pool_copy_aside(struct pool_copy_ctx *x, int slot)
 	s.cpu_ns = ledger_cpu_now() - t0;
 	s.hits = hits;
 	pthread_mutex_lock(&p->mu);
-	link_get(&p->link, pool_cfg->link_gbps, &link);
+	link_get(&p->link, &p->serve, pool_cfg->link_gbps, &link);
 	ev = ledger_aside(&p->ledgers[slot], &ledger_board[slot], &s, &link);
 	pthread_mutex_unlock(&p->mu);
 	pool_ledger_said(slot, ev);
@@ -218,8 +244,10 @@ enum pool_route pool_route(struct pool *p, const struct pool_request *r, int slo
 	*b = backoff_kind(&p->kinds, slot, r->n / r->row);
 	if (p->retired)
 		return POOL_ROUTE_PLAIN;
-	if (ledger)
-		link_poll(&p->link);
+	if (ledger) {
+		link_poll(&p->link, LINK_MIN_NS);
+		link_poll(&p->serve, 0);
+	}
 	if (ledger && p->ledgers[slot].state == LEDGER_ASIDE) {
 		route = POOL_ROUTE_ASIDE;
 	} else if (pool_cfg->dry || !p->decided) {

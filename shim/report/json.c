@@ -201,7 +201,7 @@ static void report_json_ledger(struct sbuf *b, const struct stats_dump *d)
 {
 	static const char *const modes[] = { "on", "off", "force" };
 	struct ledger_view v;
-	char why[256];
+	char why[320];
 	int n = 0;
 
 	sbuf_printf(b, ", \"ledger\": {\"mode\": \"%s\", \"link_gbps_stated\": ",
@@ -223,6 +223,11 @@ static void report_json_ledger(struct sbuf *b, const struct stats_dump *d)
 			    "\"link_gbps\": %.3f, \"link_source\": \"%s\"", ledger_basis_name(v.v.basis),
 			    v.v.hashing ? "hashing" : "host_time", v.v.host_ns, v.v.link_ns, v.v.saved_ns,
 			    v.v.hit_share, v.v.link.gbps, ledger_source_name(v.v.link.source));
+		sbuf_printf(b, ", \"serve_ns_per_row\": %.1f, \"serve_gbps\": ", v.v.serve_ns);
+		if (v.v.link.serve_gbps > 0)
+			sbuf_printf(b, "%.3f", v.v.link.serve_gbps);
+		else
+			sbuf_printf(b, "null");
 		sbuf_printf(b, ", \"copies\": %llu, \"rows\": %llu, \"host_cpu_ns\": %llu, \"host_wall_ns\": %llu, "
 			    "\"hit_rows\": %llu, \"served_bytes\": %llu, \"link_saved_ns\": %llu, "
 			    "\"device_calls_added\": %llu, \"stood_aside_copies\": %llu, "

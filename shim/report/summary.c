@@ -198,7 +198,7 @@ static void summary_ledger_total(struct sbuf *b)
 static int summary_ledger(struct sbuf *b)
 {
 	struct ledger_view v;
-	char why[256];
+	char why[320];
 	int any = 0;
 
 	summary_ledger_total(b);

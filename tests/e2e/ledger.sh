@@ -6,7 +6,8 @@
 # telemetry, a verbose line and `vrampool report`; stating the link
 # (VRAMPOOL_LINK_GBPS) is used and named; VRAMPOOL_LEDGER=off and force
 # pool it anyway; 147 KiB rows at 4 GB/s keep pooling on a link the meter
-# measures; copies that alternate data and labels, whose data rows repeat,
+# measures, and stand aside where the device serves a hit no faster than
+# the link; copies that alternate data and labels, whose data rows repeat,
 # resume pooling after the back-off stood down; malformed values are one
 # line each. Every run verifies every byte (the trainer reads each one
 # back) and agrees with the device's own counters.
@@ -120,6 +121,28 @@ assert l['basis'] == 'window' and l['hit_rows'] >= 2 * 192, l
 		{ grep '^epoch' "$TMP/large.out"; return 1; }
 }
 
+# The same rows and link, but the device serves a hit from its slabs at
+# 2 GB/s (FAKECUDA_D2D_GBPS=2), slower than the link: a hit saves nothing.
+# The serve meter times the gathers of the hits (eight of them before the
+# figure counts) and the spec stands aside, saying so (issue 16: what a row saves is its link time less its
+# serving); every byte still verifies.
+slow_serving() {
+	led_run slowserve FAKECUDA_H2D_GBPS=4 FAKECUDA_D2D_GBPS=2 VRAMPOOL_LAYOUT=u8:3x224x224 VRAMPOOL_VERBOSE=1 -- \
+		--row 150528 --samples 192 --batch 8 --epochs 8 --stream nonblocking || return 1
+	invariants slowserve --expect pool.stand_asides=1 --min rows.hits=1 || return 1
+	spec slowserve "
+assert l['decision'] == 'stood_aside', l
+assert l['serve_gbps'] is not None and 0.5 < l['serve_gbps'] <= 2.05, l
+assert l['serve_ns_per_row'] >= l['link_ns_per_row'] and l['saved_ns_per_row'] == 0, l
+assert re.search(r'of link time at [0-9.]+ GB/s \\(measured\\), less [0-9.]+ [nu]s serving it from VRAM at [0-9.]+ GB/s \\(measured\\)$', l['reason']), l['reason']
+assert re.search(r'^vrampool: .*147.0 KiB rows stood aside.*serving it from VRAM', err, re.M), err[-2000:]
+"
+	# and the large_pools run, whose serving is this machine's memcpy, measured it as faster than the link
+	spec large "
+assert l['serve_gbps'] is None or l['serve_gbps'] > l['link_gbps'], l
+"
+}
+
 # Data and label copies alternate: rows of 3004 B (spec 0) and the batch's
 # 512 B of labels (spec 1, one row a copy). The pool fills with epoch 1's
 # augmented rows, which never come back: both kinds stand down. The data
@@ -153,6 +176,7 @@ check "VRAMPOOL_LINK_GBPS is the link the verdict weighs, and the dump says it w
 check "VRAMPOOL_LEDGER=off leaves the ledger out: 64 B rows pool" small_off
 check "VRAMPOOL_LEDGER=force pools 64 B rows and says the ledger would stand aside" small_force
 check "147 KiB rows at 4 GB/s keep pooling, on a link measured from the program's copies" large_pools
+check "a device that serves hits slower than the link saves nothing: the spec stands aside and says why" slow_serving
 check "alternating data and label copies are each sampled: the data rows resume pooling" alternating_resume
 check "a malformed VRAMPOOL_LINK_GBPS is one line, then pass-through" malformed VRAMPOOL_LINK_GBPS fast
 check "a malformed VRAMPOOL_LEDGER is one line, then pass-through" malformed VRAMPOOL_LEDGER maybe

@@ -27,11 +27,11 @@ static uint64_t t_fake_cpu(void)
 static struct ledger t_l;
 static struct ledger_tally t_t;
 
-static const struct ledger_link t_none = { 0, LEDGER_LINK_NONE };
+static const struct ledger_link t_none = { 0, LEDGER_LINK_NONE, 0 };
 
 static struct ledger_link t_link(double gbps, enum ledger_source src)
 {
-	return (struct ledger_link){ gbps, src };
+	return (struct ledger_link){ gbps, src, 0 };
 }
 
 /* A fresh ledger and tally, the fake clock at 1 s. */
@@ -146,6 +146,52 @@ static void test_clear_fast_close_window(void)
 	/* 180 ns pays, window after window */
 	t_fresh();
 	CU_ASSERT_EQUAL(t_until(10 * LEDGER_WINDOW, 256, 3072, 180, 0, 1, &link, &ev), 10 * LEDGER_WINDOW + 1);
+}
+
+/*
+ * A hit is served from the slabs, which takes the device's time too: a
+ * row saves its link time less that (issue 16). 3 KiB rows at 4 GB/s
+ * spend 768 ns on the link; served at 4.8 GB/s they take 640 ns back, and
+ * 332 ns of host time per row no longer pays, where it did with the
+ * serving taken as free. A serve slower than the link saves nothing, never
+ * less than nothing.
+ */
+static void test_serving_takes_back(void)
+{
+	struct ledger_link free_serve = t_link(4, LEDGER_LINK_MEASURED), slow_serve = free_serve;
+	struct ledger_view v;
+	enum ledger_event ev;
+	char why[320];
+
+	slow_serve.serve_gbps = 4.8;
+	CU_ASSERT_DOUBLE_EQUAL(ledger_saved_row_ns(3072, &free_serve), 768.0, 1e-6);
+	CU_ASSERT_DOUBLE_EQUAL(ledger_saved_row_ns(3072, &slow_serve), 128.0, 1e-6);
+	slow_serve.serve_gbps = 2;
+	CU_ASSERT_DOUBLE_EQUAL(ledger_saved_row_ns(3072, &slow_serve), 0.0, 1e-9);
+	slow_serve.serve_gbps = 4.8;
+	t_fresh();
+	CU_ASSERT_EQUAL(t_until(LEDGER_WINDOW * 4, 256, 3072, 332, 256, 1, &free_serve, &ev), LEDGER_WINDOW * 4 + 1);
+	CU_ASSERT_EQUAL(t_l.state, LEDGER_POOLING);
+	t_fresh();
+	CU_ASSERT(t_until(LEDGER_WINDOW * 4, 256, 3072, 332, 256, 1, &slow_serve, &ev) <= LEDGER_WINDOW + LEDGER_PRIOR_COPIES);
+	CU_ASSERT_EQUAL(ev, LEDGER_EV_ASIDE);
+	CU_ASSERT_DOUBLE_EQUAL(t_l.last.link_ns, 768.0, 0.01);
+	CU_ASSERT_DOUBLE_EQUAL(t_l.last.serve_ns, 640.0, 0.01);
+	CU_ASSERT_DOUBLE_EQUAL(t_l.last.saved_ns, 128.0, 0.01);
+	CU_ASSERT_TRUE(ledger_view(&t_t, &v));
+	CU_ASSERT_DOUBLE_EQUAL(v.v.link.serve_gbps, 4.8, 1e-3);
+	CU_ASSERT_STRING_EQUAL(ledger_reason(&v, why, sizeof(why)),
+			       "3.0 KiB rows stood aside: 332 ns of host time per row to save 768 ns of link time "
+			       "at 4 GB/s (measured), less 640 ns serving it from VRAM at 4.8 GB/s (measured)");
+	/* a sample against the same serving does not bring it back; a faster serving does */
+	slow_serve.serve_gbps = 400;
+	for (int i = 0; i < LEDGER_RESUME_COPIES && ev != LEDGER_EV_RESUME; i++) {
+		struct ledger_sample s = { .bytes = 256 * 3072, .row = 3072, .sampled = 1, .rows = 8,
+					   .cpu_ns = 8 * 332, .can_admit = 1 };
+
+		ev = ledger_aside(&t_l, &t_t, &s, &slow_serve);
+	}
+	CU_ASSERT_EQUAL(ev, LEDGER_EV_RESUME);
 }
 
 static void test_big_rows_judged_by_time(void)
@@ -480,6 +526,8 @@ static const CU_TestInfo tests[] = {
 	{ "147 KiB rows at 4 GB/s keep pooling, window after window", test_paying_rows_keep_pooling },
 	{ "a clear case stands aside after a few copies, a close one after a whole window",
 	  test_clear_fast_close_window },
+	{ "a hit saves its link time less its serving from the slabs, never less than nothing",
+	  test_serving_takes_back },
 	{ "big rows that come few are judged by bytes or by time", test_big_rows_judged_by_time },
 	{ "without a stated or measured link the window decides nothing", test_no_link_no_window },
 	{ "with a full pool only the hits save, and rows that never hit are the back-off's",

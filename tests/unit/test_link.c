@@ -37,10 +37,10 @@ static void test_due_rules(void)
 	/* a stated link: nothing is measured, and it is the link */
 	CU_ASSERT_FALSE(link_plain_due(&m, 16, 1 << 30));
 	CU_ASSERT_FALSE(link_pool_due(&m, 16, 1 << 30));
-	link_get(&m, 16, &l);
+	link_get(&m, NULL, 16, &l);
 	CU_ASSERT_EQUAL(l.source, LEDGER_LINK_STATED);
 	CU_ASSERT_DOUBLE_EQUAL(l.gbps, 16, 1e-9);
-	link_get(&m, 0, &l);
+	link_get(&m, NULL, 0, &l);
 	CU_ASSERT_EQUAL(l.source, LEDGER_LINK_NONE);
 	/* a pooling spec sends one copy plain after LINK_GAP copies without a measurement */
 	memset(&m, 0, sizeof(m));
@@ -59,12 +59,54 @@ static void test_due_rules(void)
 	m.rate[0] = 1.0;
 	m.rate[1] = 3.5;
 	m.rate[2] = 2.0;
-	link_get(&m, 0, &l);
+	link_get(&m, NULL, 0, &l);
 	CU_ASSERT_EQUAL(l.source, LEDGER_LINK_MEASURED);
 	CU_ASSERT_DOUBLE_EQUAL(l.gbps, 3.5, 1e-9);
 	/* after LINK_FAIL_MAX failures it stops measuring */
 	m.fails = LINK_FAIL_MAX;
 	CU_ASSERT_FALSE(link_plain_due(&m, 0, 1 << 30));
+}
+
+/*
+ * The serve meter: the gather of hits is timed while fewer than LINK_FIRST
+ * measurements are in, then one in LINK_REFRESH, a stated link or not; a
+ * short time counts (a fast serving is the point); its speed comes with
+ * the link's.
+ */
+static void test_serve_due_rules(void)
+{
+	struct link_meter link, serve;
+	struct ledger_link l;
+	int i;
+
+	memset(&link, 0, sizeof(link));
+	memset(&serve, 0, sizeof(serve));
+	CU_ASSERT_FALSE(link_serve_due(&serve, LINK_MIN_BYTES - 1));
+	CU_ASSERT_TRUE(link_serve_due(&serve, LINK_MIN_BYTES));
+	serve.n = LINK_FIRST - 1;
+	CU_ASSERT_TRUE(link_serve_due(&serve, 1 << 20));
+	serve.n = LINK_FIRST;
+	serve.plain = 0;
+	for (i = 1; i < LINK_REFRESH; i++)
+		CU_ASSERT_FALSE(link_serve_due(&serve, 1 << 20));
+	CU_ASSERT_TRUE(link_serve_due(&serve, 1 << 20));
+	/* nothing measured: serving is taken as free */
+	serve.n = 0;
+	link_get(&link, &serve, 16, &l);
+	CU_ASSERT_EQUAL(l.source, LEDGER_LINK_STATED);
+	CU_ASSERT_DOUBLE_EQUAL(l.serve_gbps, 0, 1e-12);
+	/* it counts once LINK_FIRST gathers were timed, and comes with a stated link as with a measured one */
+	serve.n = LINK_FIRST - 1;
+	for (i = 0; i < LINK_KEEP; i++)
+		serve.rate[i] = 300.0;
+	serve.rate[1] = 450.0;
+	link_get(&link, &serve, 16, &l);
+	CU_ASSERT_DOUBLE_EQUAL(l.serve_gbps, 0, 1e-12);
+	serve.n = LINK_FIRST;
+	link_get(&link, &serve, 16, &l);
+	CU_ASSERT_DOUBLE_EQUAL(l.gbps, 16, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(l.serve_gbps, 450.0, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(link_rate(&serve), 450.0, 1e-9);
 }
 
 /* ---- on the emulated device ---------------------------------------------------- */
@@ -125,7 +167,7 @@ static void t_measure(struct link_meter *m, CUstream s, CUdeviceptr dst, const v
 	CHK(m->phase == LINK_INFLIGHT);
 	/* read without waiting: in flight until the stream reaches the second event */
 	for (int i = 0; i < 100000 && m->phase == LINK_INFLIGHT; i++) {
-		link_poll(m);
+		link_poll(m, LINK_MIN_NS);
 		if (m->phase == LINK_INFLIGHT)
 			usleep(100);
 	}
@@ -153,7 +195,7 @@ static void child_measures_link(void)
 	memset(&m, 0, sizeof(m));
 	for (int i = 0; i < LINK_KEEP; i++)
 		t_measure(&m, s, dst, src, n, i % 2);
-	link_get(&m, 0, &l);
+	link_get(&m, NULL, 0, &l);
 	CHK(l.source == LEDGER_LINK_MEASURED);
 	/* never faster than the link itself (the events' times follow the simulated link) */
 	CHK(l.gbps <= 1.0 * 1.02);
@@ -176,7 +218,7 @@ static void child_fails_counted(void)
 	memset(&m, 0, sizeof(m));
 	CHK(link_begin(&m, (dev_stream)s) != 0);
 	CHK(m.fails == 1 && m.phase == LINK_IDLE);
-	link_get(&m, 0, &l);
+	link_get(&m, NULL, 0, &l);
 	CHK(l.source == LEDGER_LINK_NONE && l.gbps == 0);
 	link_release(&m);
 }
@@ -216,6 +258,8 @@ static void test_failed_send_dropped(void)
 }
 
 static const CU_TestInfo tests[] = {
+	{ "the serve meter times a gather of hits first often, then now and then, and comes with the link",
+	  test_serve_due_rules },
 	{ "the meter measures copies big enough, a stated link never, a pooling spec after a gap",
 	  test_due_rules },
 	{ "a copy on the simulated link is measured from timed events, never faster than the link",
