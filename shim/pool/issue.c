@@ -16,7 +16,6 @@
 #include "pool/ledger.h"
 #include "pool/pincheck.h"
 #include "pool/pool_impl.h"
-#include "pool/route.h"
 
 /*
  * The fewest hit bytes worth a device operation of their own: without
@@ -299,7 +298,41 @@ static int pool_move_rows(struct pool_copy_ctx *x)
 }
 
 /*
- * The same, timed now and then for the serve meter (route.h, link.h): only
+ * Around the pool's own device-to-device work of a copy (the gather of its
+ * hits, bytes bytes) for the serve meter (link.h): pool_serve_begin returns
+ * 1 when it recorded the first event (the ledger is on, a measurement is
+ * due and the stream has work queued ahead), 0 otherwise; after a 1,
+ * pool_serve_end records the second event behind the gather (ok 0: it
+ * failed, and the measurement is dropped). Both take p->mu.
+ */
+static int pool_serve_begin(struct pool_copy_ctx *x, uint64_t bytes)
+{
+	struct pool *p = x->p;
+	int due, err;
+
+	if (pool_cfg->ledger == LEDGER_OFF || pool_cfg->dry)
+		return 0;
+	pthread_mutex_lock(&p->mu);
+	due = link_serve_due(&p->serve, pool_cfg->link_gbps, bytes);
+	pthread_mutex_unlock(&p->mu);
+	/* An idle stream would time the launch as the device's work. */
+	if (!due || device_stream_idle(p->dev, x->r->stream))
+		return 0;
+	pthread_mutex_lock(&p->mu);
+	err = link_begin(&p->serve, x->r->stream);
+	pthread_mutex_unlock(&p->mu);
+	return err == 0;
+}
+
+static void pool_serve_end(struct pool_copy_ctx *x, uint64_t bytes, int ok)
+{
+	pthread_mutex_lock(&x->p->mu);
+	link_end(&x->p->serve, x->r->stream, bytes, 0, 0, ok);
+	pthread_mutex_unlock(&x->p->mu);
+}
+
+/*
+ * The same, timed now and then for the serve meter (above, link.h): only
  * a gather of hits alone, what serving costs; captures write slab memory
  * written for the first time, which on the emulated device costs the
  * host's page faults, and their cost is paid once.

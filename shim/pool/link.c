@@ -20,7 +20,7 @@ void link_get(const struct link_meter *m, const struct link_meter *serve, double
 	      struct ledger_link *out)
 {
 	/* A serving figure needs a full set: the emulated device's events come late when its worker waits for a core. */
-	out->serve_gbps = serve && serve->n >= LINK_FIRST ? link_rate(serve) : 0;
+	out->serve_gbps = serve && serve->n >= LINK_FIRST && stated_gbps <= 0 ? link_rate(serve) : 0;
 	if (stated_gbps > 0) {
 		out->gbps = stated_gbps;
 		out->source = LEDGER_LINK_STATED;
@@ -52,10 +52,10 @@ int link_pool_due(struct link_meter *m, double stated_gbps, uint64_t bytes)
 	return m->pooled >= (m->n < LINK_FIRST ? LINK_GAP : LINK_POOL_REFRESH);
 }
 
-int link_serve_due(struct link_meter *m, uint64_t bytes)
+int link_serve_due(struct link_meter *m, double stated_gbps, uint64_t bytes)
 {
 	m->plain++;
-	if (bytes < LINK_MIN_BYTES || m->fails >= LINK_FAIL_MAX || m->phase != LINK_IDLE)
+	if (stated_gbps > 0 || bytes < LINK_MIN_BYTES || m->fails >= LINK_FAIL_MAX || m->phase != LINK_IDLE)
 		return 0;
 	return m->n < LINK_FIRST || m->plain >= LINK_REFRESH;
 }

@@ -82,7 +82,8 @@ struct link_meter {
 /*
  * The link known now: stated (stated_gbps > 0), measured, or none; and the
  * serving speed serve measured (link_serve_due; 0 while fewer than
- * LINK_FIRST gathers were timed, or serve NULL: serving counts as free).
+ * LINK_FIRST gathers were timed, with a stated link, or serve NULL:
+ * serving counts as free).
  */
 void link_get(const struct link_meter *m, const struct link_meter *serve, double stated_gbps,
 	      struct ledger_link *out);
@@ -99,14 +100,16 @@ double link_rate(const struct link_meter *m);
  * device, whose device-to-device copies are this machine's memcpy, can be
  * all of it. Whether the gather of a copy moving bytes bytes should be
  * timed (counts one gather): while fewer than LINK_FIRST measurements are
- * in, then one in LINK_REFRESH. The caller times it only where the stream
+ * in, then one in LINK_REFRESH; never with a stated link (stated_gbps > 0:
+ * what cannot measure the link is not asked to measure serving either, and
+ * the statement is taken as the whole saving). The caller times it only where the stream
  * has work queued ahead of the gather (on an idle stream the first event
  * would complete before the launch is even made, and the launch would
  * count as device time). The pool times only gathers of hits alone
  * (issue.c). Its measurements are read with link_poll(m, 0):
  * a short one is the point, not noise.
  */
-int link_serve_due(struct link_meter *m, uint64_t bytes);
+int link_serve_due(struct link_meter *m, double stated_gbps, uint64_t bytes);
 
 /* Whether the next plain copy, of bytes bytes, should be measured (counts one plain copy). */
 int link_plain_due(struct link_meter *m, double stated_gbps, uint64_t bytes);

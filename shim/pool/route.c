@@ -29,32 +29,6 @@ void pool_link_end(struct pool_copy_ctx *x, int ok, uint64_t wait_ns)
 	pthread_mutex_unlock(&x->p->mu);
 }
 
-int pool_serve_begin(struct pool_copy_ctx *x, uint64_t bytes)
-{
-	struct pool *p = x->p;
-	int due, err;
-
-	if (pool_cfg->ledger == LEDGER_OFF || pool_cfg->dry)
-		return 0;
-	pthread_mutex_lock(&p->mu);
-	due = link_serve_due(&p->serve, bytes);
-	pthread_mutex_unlock(&p->mu);
-	/* An idle stream would time the launch as the device's work. */
-	if (!due || device_stream_idle(p->dev, x->r->stream))
-		return 0;
-	pthread_mutex_lock(&p->mu);
-	err = link_begin(&p->serve, x->r->stream);
-	pthread_mutex_unlock(&p->mu);
-	return err == 0;
-}
-
-void pool_serve_end(struct pool_copy_ctx *x, uint64_t bytes, int ok)
-{
-	pthread_mutex_lock(&x->p->mu);
-	link_end(&x->p->serve, x->r->stream, bytes, 0, 0, ok);
-	pthread_mutex_unlock(&x->p->mu);
-}
-
 /* Delivers the whole copy host-to-device, counting its rows as misses. */
 int pool_copy_plain(struct pool_copy_ctx *x)
 {

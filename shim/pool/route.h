@@ -75,18 +75,6 @@ void pool_copy_unhashed(struct pool_copy_ctx *x);
 int pool_link_begin(struct pool_copy_ctx *x);
 void pool_link_end(struct pool_copy_ctx *x, int ok, uint64_t wait_ns);
 
-/*
- * Around the pool's own device-to-device work of a copy (the gather of its
- * hits and captures, bytes bytes; issue.c) for the serve meter (link.h):
- * pool_serve_begin returns 1 when it recorded the first event (the ledger
- * is on, a measurement is due and the stream has work queued ahead), 0
- * otherwise; after a 1, pool_serve_end records the second event behind
- * the gather (ok 0: it failed, and the measurement is dropped). Both take
- * p->mu.
- */
-int pool_serve_begin(struct pool_copy_ctx *x, uint64_t bytes);
-void pool_serve_end(struct pool_copy_ctx *x, uint64_t bytes, int ok);
-
 /* Fingerprints the copy's rows into x->fps. */
 void pool_fingerprint(struct pool_copy_ctx *x);
 

@@ -69,7 +69,7 @@ static void test_due_rules(void)
 
 /*
  * The serve meter: the gather of hits is timed while fewer than LINK_FIRST
- * measurements are in, then one in LINK_REFRESH, a stated link or not; a
+ * measurements are in, then one in LINK_REFRESH, never with a stated link; a
  * short time counts (a fast serving is the point); its speed comes with
  * the link's.
  */
@@ -81,32 +81,41 @@ static void test_serve_due_rules(void)
 
 	memset(&link, 0, sizeof(link));
 	memset(&serve, 0, sizeof(serve));
-	CU_ASSERT_FALSE(link_serve_due(&serve, LINK_MIN_BYTES - 1));
-	CU_ASSERT_TRUE(link_serve_due(&serve, LINK_MIN_BYTES));
+	CU_ASSERT_FALSE(link_serve_due(&serve, 0, LINK_MIN_BYTES - 1));
+	CU_ASSERT_TRUE(link_serve_due(&serve, 0, LINK_MIN_BYTES));
 	serve.n = LINK_FIRST - 1;
-	CU_ASSERT_TRUE(link_serve_due(&serve, 1 << 20));
+	CU_ASSERT_TRUE(link_serve_due(&serve, 0, 1 << 20));
 	serve.n = LINK_FIRST;
 	serve.plain = 0;
 	for (i = 1; i < LINK_REFRESH; i++)
-		CU_ASSERT_FALSE(link_serve_due(&serve, 1 << 20));
-	CU_ASSERT_TRUE(link_serve_due(&serve, 1 << 20));
+		CU_ASSERT_FALSE(link_serve_due(&serve, 0, 1 << 20));
+	CU_ASSERT_TRUE(link_serve_due(&serve, 0, 1 << 20));
 	/* nothing measured: serving is taken as free */
 	serve.n = 0;
-	link_get(&link, &serve, 16, &l);
-	CU_ASSERT_EQUAL(l.source, LEDGER_LINK_STATED);
+	link_get(&link, &serve, 0, &l);
+	CU_ASSERT_EQUAL(l.source, LEDGER_LINK_NONE);
 	CU_ASSERT_DOUBLE_EQUAL(l.serve_gbps, 0, 1e-12);
-	/* it counts once LINK_FIRST gathers were timed, and comes with a stated link as with a measured one */
+	/* it counts once LINK_FIRST gathers were timed, beside a measured link */
 	serve.n = LINK_FIRST - 1;
 	for (i = 0; i < LINK_KEEP; i++)
 		serve.rate[i] = 300.0;
 	serve.rate[1] = 450.0;
-	link_get(&link, &serve, 16, &l);
+	link.n = 1;
+	link.rate[0] = 12.0;
+	link_get(&link, &serve, 0, &l);
 	CU_ASSERT_DOUBLE_EQUAL(l.serve_gbps, 0, 1e-12);
 	serve.n = LINK_FIRST;
-	link_get(&link, &serve, 16, &l);
-	CU_ASSERT_DOUBLE_EQUAL(l.gbps, 16, 1e-9);
+	link_get(&link, &serve, 0, &l);
+	CU_ASSERT_EQUAL(l.source, LEDGER_LINK_MEASURED);
+	CU_ASSERT_DOUBLE_EQUAL(l.gbps, 12.0, 1e-9);
 	CU_ASSERT_DOUBLE_EQUAL(l.serve_gbps, 450.0, 1e-9);
 	CU_ASSERT_DOUBLE_EQUAL(link_rate(&serve), 450.0, 1e-9);
+	/* a stated link is the whole saving: serving is neither timed nor weighed */
+	link_get(&link, &serve, 16, &l);
+	CU_ASSERT_DOUBLE_EQUAL(l.gbps, 16, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(l.serve_gbps, 0, 1e-12);
+	serve.n = 0;
+	CU_ASSERT_FALSE(link_serve_due(&serve, 16, 1 << 20));
 }
 
 /* ---- on the emulated device ---------------------------------------------------- */
