@@ -13,6 +13,8 @@ emulated_check() {
 		[ "$(grep -cE '^(3KiB|147KiB|16MiB) +(N|~0) +(pinned|pageable) .* verified$' "$out")" -eq 12 ] &&
 		grep -q '^gather kernel: ok' "$out" &&
 		grep -qE '^trainer-pool-ptsz +verified' "$out" &&
+		grep -qE '^trainer-ledger-on +verified' "$out" &&
+		grep -qE '^  ledger on: (pooling|stood_aside); link [0-9.]+ GB/s \(measured\), serving ' "$out" &&
 		grep -q '^bench_shim 3KiB ' "$out" &&
 		grep -qE '^trainer_static: (built, imports no cuda\* symbol|no nvcc here)' "$out" &&
 		[ "$(grep -cE '^clients (bindings|numba|pycuda): (.* verified and identical .*|skipped: .* does not import .*)$' "$out")" -eq 3 ] ||

@@ -7,7 +7,8 @@
 #   1. the gather kernel's check (embedded PTX, self-test, comparison);
 #   2. the trainer's cases: no shim, VRAMPOOL=off, the pool on every stream
 #      kind, pageable, host threads, a mid-run allocation (every byte
-#      verified each time);
+#      verified each time), and the cost ledger on, with the link and the
+#      serving of a hit from the slabs it measured, and its decision;
 #   3. issue 8's matrix on the device: every row size x K = N (the budget
 #      holds the data) and K ~ 0 (--augment -1: rows never repeat, the budget
 #      a quarter of the data) x pinned and pageable, epoch times with the
@@ -175,6 +176,15 @@ trainer_case trainer-pool-driver "${POOL[@]}" VRAMPOOL_STATS="$OUT/trainer-pool-
 	"${ARGS[@]}" --copy-api driver
 trainer_case trainer-pool-oom "${POOL[@]}" VRAMPOOL_VERBOSE=1 VRAMPOOL_STATS="$OUT/trainer-pool-oom.json" -- \
 	"${ARGS[@]}" --alloc-mid 1G@3
+# The ledger as users run it (on): what it measured of the link and of
+# serving a hit from the slabs (the gather), and what it decided.
+trainer_case trainer-ledger-on "${POOL[@]}" VRAMPOOL_LEDGER=on VRAMPOOL_STATS="$OUT/trainer-ledger-on.json" -- \
+	"${ARGS[@]}" --epochs 8
+note "  $("$PY" -c 'import json, sys
+l = json.load(open(sys.argv[1]))["specs"][0]["ledger"]
+sv = l.get("serve_gbps")
+print("ledger on: %s; link %s GB/s (%s), serving %s; %s" % (l["decision"], l["link_gbps"], l["link_source"],
+      "%s GB/s" % sv if sv else "not measured", l["reason"]))' "$OUT/trainer-ledger-on.json" 2>/dev/null || echo 'ledger on: no dump')"
 t0=$(date +%s.%N)
 if run_trainer trainer-pool-ptsz ./build/apps/trainer_ptsz "${POOL[@]}" \
 	VRAMPOOL_STATS="$OUT/trainer-pool-ptsz.json" -- "${ARGS[@]/nonblocking/ptds}"; then v=verified; else v=FAIL; fail=1; fi
