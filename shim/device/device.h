@@ -353,6 +353,13 @@ int device_stream_sync(dev_stream s);
 /* Creates an event without timing in the current context. */
 int device_event_new(dev_event *ev);
 int device_event_record(dev_event ev, dev_stream s);
+/*
+ * The same for a meter's timing event (the pool's link and serve meters,
+ * pool/link.h): not counted in the pool's device operations, which are
+ * the work it issues for the rows (copies, launches, and the events and
+ * waits that order them); a measurement orders nothing.
+ */
+int device_event_record_meter(dev_event ev, dev_stream s);
 /* Returns 0 when the event's work is done, -EBUSY when not yet, -EIO on error. */
 int device_event_query(dev_event ev);
 void device_event_free(dev_event ev);

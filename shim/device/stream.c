@@ -47,6 +47,11 @@ int device_event_record(dev_event ev, dev_stream s)
 	return device_own(drv.event_record((CUevent)ev, (CUstream)s));
 }
 
+int device_event_record_meter(dev_event ev, dev_stream s)
+{
+	return device_own(drv.event_record((CUevent)ev, (CUstream)s));
+}
+
 int device_event_query(dev_event ev)
 {
 	return device_own(drv.event_query((CUevent)ev));

@@ -70,7 +70,7 @@ int link_begin(struct link_meter *m, dev_stream s)
 		goto out_fail;
 	if (!m->b && (err = device_event_new_timed(&m->b)) != 0)
 		goto out_fail;
-	err = device_event_record(m->a, s);
+	err = device_event_record_meter(m->a, s);
 	if (err)
 		goto out_fail;
 	m->phase = LINK_CLAIMED;
@@ -86,7 +86,7 @@ void link_end(struct link_meter *m, dev_stream s, uint64_t bytes, uint64_t wait_
 {
 	if (m->phase != LINK_CLAIMED)
 		return;
-	if (!ok || device_event_record(m->b, s) != 0) {
+	if (!ok || device_event_record_meter(m->b, s) != 0) {
 		m->fails += ok;
 		m->phase = LINK_IDLE;
 		return;
