@@ -102,10 +102,10 @@ double link_rate(const struct link_meter *m);
  * timed (counts one gather): while fewer than LINK_FIRST measurements are
  * in, then one in LINK_REFRESH; never with a stated link (stated_gbps > 0:
  * what cannot measure the link is not asked to measure serving either, and
- * the statement is taken as the whole saving). The caller times it only where the stream
- * has work queued ahead of the gather (on an idle stream the first event
- * would complete before the launch is even made, and the launch would
- * count as device time). The pool times only gathers of hits alone
+ * the statement is taken as the whole saving). As with the link, on an
+ * idle stream the first event completes before the launch is made, so a
+ * time also counts the launch: a serving never looks faster than it is,
+ * and the estimate is the fastest. The pool times only gathers of hits alone
  * (issue.c). Its measurements are read with link_poll(m, 0):
  * a short one is the point, not noise.
  */
