@@ -131,9 +131,12 @@ void fc_sleep_ns(double ns)
 }
 
 /*
- * The cost model's links: one per direction (host-to-device and
- * device-to-host share PCIe rates, device-to-device has its own), each busy
- * until a time on the monotonic clock. A copy occupies its link for n/rate
+ * The cost model's links: two, PCIe and device-to-device. Host-to-device
+ * and device-to-host copies share the one PCIe link (half duplex: a
+ * simplification, a real PCIe link carries both directions at once, so a
+ * program's readbacks slow its uploads here and not on a GPU);
+ * device-to-device copies have their own. Each is busy until a time on the
+ * monotonic clock. Neither makes a copy faster than this machine's memcpy. A copy occupies its link for n/rate
  * after the link is free; the worker sleeps only when the link has fallen
  * more than LINK_SLACK_NS behind, so that nanosleep's coarse granularity
  * costs no throughput: the average rate is exact, single small copies are
