@@ -301,9 +301,9 @@ static int pool_move_rows(struct pool_copy_ctx *x)
  * Around the pool's own device-to-device work of a copy (the gather of its
  * hits, bytes bytes) for the serve meter (link.h): pool_serve_begin returns
  * 1 when it recorded the first event (the ledger is on and a measurement
- * is due), 0 otherwise; after a 1,
- * pool_serve_end records the second event behind the gather (ok 0: it
- * failed, and the measurement is dropped). Both take p->mu.
+ * is due), 0 otherwise; after a 1, pool_serve_end records the second event
+ * behind the gather (ok 0: it failed, and the measurement is dropped). Both
+ * take p->mu.
  */
 static int pool_serve_begin(struct pool_copy_ctx *x, uint64_t bytes)
 {
@@ -312,18 +312,14 @@ static int pool_serve_begin(struct pool_copy_ctx *x, uint64_t bytes)
 
 	if (pool_cfg->ledger == LEDGER_OFF || pool_cfg->dry)
 		return 0;
-	pthread_mutex_lock(&p->mu);
-	due = link_serve_due(&p->serve, pool_cfg->link_gbps, bytes);
-	pthread_mutex_unlock(&p->mu);
 	/*
 	 * On an idle stream the first event completes before the launch is
 	 * made, so the time counts the launch too: a serving never looks
 	 * faster than it is, only slower, and the estimate takes the fastest.
 	 */
-	if (!due)
-		return 0;
 	pthread_mutex_lock(&p->mu);
-	err = link_begin(&p->serve, x->r->stream);
+	due = link_serve_due(&p->serve, pool_cfg->link_gbps, bytes);
+	err = due ? link_begin(&p->serve, x->r->stream) : -EAGAIN;
 	pthread_mutex_unlock(&p->mu);
 	return err == 0;
 }
