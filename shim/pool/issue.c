@@ -298,56 +298,33 @@ static int pool_move_rows(struct pool_copy_ctx *x)
 }
 
 /*
- * Around the pool's own device-to-device work of a copy (the gather of its
- * hits, bytes bytes) for the serve meter (link.h): pool_serve_begin returns
- * 1 when it recorded the first event (the ledger is on and a measurement
- * is due), 0 otherwise; after a 1, pool_serve_end records the second event
- * behind the gather (ok 0: it failed, and the measurement is dropped). Both
- * take p->mu.
- */
-static int pool_serve_begin(struct pool_copy_ctx *x, uint64_t bytes)
-{
-	struct pool *p = x->p;
-	int due, err;
-
-	if (pool_cfg->ledger == LEDGER_OFF || pool_cfg->dry)
-		return 0;
-	/*
-	 * On an idle stream the first event completes before the launch is
-	 * made, so the time counts the launch too: a serving never looks
-	 * faster than it is, only slower, and the estimate takes the fastest.
-	 */
-	pthread_mutex_lock(&p->mu);
-	due = link_serve_due(&p->serve, pool_cfg->link_gbps, bytes);
-	err = due ? link_begin(&p->serve, x->r->stream) : -EAGAIN;
-	pthread_mutex_unlock(&p->mu);
-	return err == 0;
-}
-
-static void pool_serve_end(struct pool_copy_ctx *x, uint64_t bytes, int ok)
-{
-	pthread_mutex_lock(&x->p->mu);
-	link_end(&x->p->serve, x->r->stream, bytes, 0, 0, ok);
-	pthread_mutex_unlock(&x->p->mu);
-}
-
-/*
- * The same, timed now and then for the serve meter (above, link.h): only
- * a gather of hits alone, what serving costs; captures write slab memory
- * written for the first time, which on the emulated device costs the
- * host's page faults, and their cost is paid once.
+ * The gather of a copy's hits, bytes bytes, timed for the serve meter
+ * (link.h) when its turn came at planning (x->serve_due: hits alone, the
+ * ledger on; pool.c). On an idle stream the first event completes before
+ * the launch is made, so the time counts the launch too: serving never
+ * looks faster than it is, and the estimate takes the fastest. Captures
+ * are not timed: they write slab memory written for the first time, which
+ * on the emulated device costs the host's page faults, and they are paid
+ * once.
  */
 static int pool_move(struct pool_copy_ctx *x)
 {
 	uint64_t bytes = x->hits * x->r->row;
-	int timed, err;
+	int timed = 0, err;
 
 	if (!x->hits && !x->captures)
 		return POOL_DONE;
-	timed = !x->captures && pool_serve_begin(x, bytes);
+	if (x->serve_due) {
+		pthread_mutex_lock(&x->p->mu);
+		timed = link_begin(&x->p->serve, x->r->stream) == 0;
+		pthread_mutex_unlock(&x->p->mu);
+	}
 	err = pool_move_rows(x);
-	if (timed)
-		pool_serve_end(x, bytes, err == POOL_DONE);
+	if (timed) {
+		pthread_mutex_lock(&x->p->mu);
+		link_end(&x->p->serve, x->r->stream, bytes, 0, 0, err == POOL_DONE);
+		pthread_mutex_unlock(&x->p->mu);
+	}
 	return err;
 }
 

@@ -285,6 +285,9 @@ static int pool_copy_full(struct pool_copy_ctx *x, struct backoff *b)
 	err = pool_plan(x);
 	if (!err)
 		pool_whatif_hits(x);
+	/* The serve meter's turn (link.h): a gather of hits alone, counted under the plan's lock. */
+	x->serve_due = !err && x->hits && !x->captures && pool_cfg->ledger != LEDGER_OFF && !pool_cfg->dry &&
+		       link_serve_due(&p->serve, pool_cfg->link_gbps, x->hits * r->row);
 	pthread_mutex_unlock(&p->mu);
 
 	/* Rows the pool did not serve feed the what-if curve; the positions of

@@ -131,6 +131,7 @@ struct pool_copy_ctx {
 	 * copy waited for its stream, on both clocks (the device's time, not
 	 * the shim's); the time its rows took to hash. */
 	int measure, timed_cpu;
+	int serve_due;          /* the gather of its hits is timed for the serve meter (issue.c) */
 	uint64_t wait_ns, wait_cpu_ns, fp_ns;
 	uint64_t batch_cpu_ns;  /* CPU time of the batched sends of misses (issue.c), when timed_cpu */
 };

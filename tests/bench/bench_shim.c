@@ -421,6 +421,21 @@ static int bench_run(struct bench *b, unsigned threads, uint64_t seed, struct be
 	return 0;
 }
 
+/* CPU ns per row of whatif_observe over rows fingerprints in all, batch by batch. */
+static double whatif_epoch_ns(const struct bench *b, const struct fp *all, uint64_t rows, uint64_t *pos,
+			      uint64_t *sink)
+{
+	uint64_t c0 = cpu_ns();
+
+	for (uint64_t i = 0; i < rows; i += b->batch) {
+		uint64_t n = rows - i < b->batch ? rows - i : b->batch;
+
+		whatif_observe(all + i, NULL, n, b->row, pos);
+		*sink += pos[n - 1];
+	}
+	return (double)(cpu_ns() - c0) / (double)rows;
+}
+
 /*
  * The what-if's cost per row: every row of one epoch of the same batches,
  * fingerprinted beforehand, observed batch by batch (as the capture epoch
@@ -442,23 +457,9 @@ static void bench_baseline_whatif(struct bench *b, uint64_t seed, struct bench_b
 			rows += b->whole ? 1 : n;
 		}
 		whatif_reset();
-		c0 = cpu_ns();
-		for (uint64_t i = 0; i < rows; i += b->batch) {
-			uint64_t n = rows - i < b->batch ? rows - i : b->batch;
-
-			whatif_observe(all + i, NULL, n, b->row, pos);
-			sink += pos[n - 1];
-		}
-		out->whatif_cpu_ns_per_row = (double)(cpu_ns() - c0) / (double)rows;
+		out->whatif_cpu_ns_per_row = whatif_epoch_ns(b, all, rows, pos, &sink);
 		/* a later epoch of the same rows: the table built, the rate settled */
-		c0 = cpu_ns();
-		for (uint64_t i = 0; i < rows; i += b->batch) {
-			uint64_t n = rows - i < b->batch ? rows - i : b->batch;
-
-			whatif_observe(all + i, NULL, n, b->row, pos);
-			sink += pos[n - 1];
-		}
-		out->whatif_later_cpu_ns_per_row = (double)(cpu_ns() - c0) / (double)rows;
+		out->whatif_later_cpu_ns_per_row = whatif_epoch_ns(b, all, rows, pos, &sink);
 		whatif_reset();
 	}
 	free(all);
