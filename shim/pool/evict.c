@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "core/log.h"
+#include "pool/keep.h"
 #include "pool/pincheck.h"
 #include "pool/pool_impl.h"
 
@@ -57,10 +58,23 @@ int pool_quiesce(struct pool *p)
 	return err ? -EIO : 0;
 }
 
-/* index_remove_if predicate: the value points into slab *(uint32_t *)arg. */
-static int pool_val_in_slab(uint64_t val, void *arg)
+/* A slab being evicted, and the batch its rows go to the what-if table in (keep.h), or NULL. */
+struct evict_walk {
+	uint32_t id;
+	const struct slab *s;
+	struct keep_batch *keep;
+};
+
+/* index_remove_if predicate: the value points into the slab; its row is handed to the curve. */
+static int pool_val_in_slab(const struct fp *key, uint64_t val, void *arg)
 {
-	return slab_val_id(val) == *(const uint32_t *)arg;
+	struct evict_walk *w = arg;
+
+	if (slab_val_id(val) != w->id)
+		return 0;
+	if (w->keep)
+		keep_add(w->keep, key, slab_row_pos(w->s, slab_val_off(val)));
+	return 1;
 }
 
 int pool_evict_slab(struct pool *p, uint32_t id, const char *why)
@@ -83,7 +97,18 @@ int pool_evict_slab(struct pool *p, uint32_t id, const char *why)
 		if (s->segs[i].check)
 			pincheck_put(s->segs[i].check);     /* the sync ran its host function */
 	}
-	index_remove_if(&p->ix, pool_val_in_slab, &id);
+	{
+		/* Rows kept out of the what-if table leave the pool: it learns of them now. */
+		struct evict_walk w = { id, s, __atomic_load_n(&p->whatif_kept, __ATOMIC_RELAXED) ? malloc(sizeof(*w.keep)) : NULL };
+
+		if (w.keep)
+			w.keep->n = 0;
+		index_remove_if(&p->ix, pool_val_in_slab, &w);
+		if (w.keep) {
+			keep_flush(w.keep);
+			free(w.keep);
+		}
+	}
 	p->bytes -= s->bytes;
 	stats_sub(ST_POOL_BYTES, s->bytes);
 	stats_sub(ST_POOL_SLABS, 1);

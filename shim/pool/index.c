@@ -524,12 +524,14 @@ int index_remove(struct index *ix, const struct fp *key)
  * keeps the larger table); an emptied table is freed, or, in a
  * reservation, given back to the system.
  */
-size_t index_remove_if(struct index *ix, int (*pred)(uint64_t val, void *arg), void *arg)
+size_t index_remove_if(struct index *ix, int (*pred)(const struct fp *key, uint64_t val, void *arg),
+		       void *arg)
 {
+	static const struct fp zero;
 	size_t removed = 0, n;
 	struct ix_slot *slots = ix_slots(ix);
 
-	if (ix->has_zero && pred(ix->zero_val, arg)) {
+	if (ix->has_zero && pred(&zero, ix->zero_val, arg)) {
 		ix->has_zero = 0;
 		ix->zero_val = 0;
 		ix->count--;
@@ -538,7 +540,8 @@ size_t index_remove_if(struct index *ix, int (*pred)(uint64_t val, void *arg), v
 	if (ix->cap == 0)
 		return removed;
 	for (size_t pos = 0; pos < ix->len;) {
-		if (!ix_empty(&slots[pos]) && pred(slots[pos].val, arg)) {
+		if (!ix_empty(&slots[pos]) &&
+		    pred(&(struct fp){ .lo = slots[pos].lo, .hi = slots[pos].hi }, slots[pos].val, arg)) {
 			ix_delete_at(ix, pos);
 			ix->count--;
 			removed++;
@@ -562,6 +565,19 @@ size_t index_remove_if(struct index *ix, int (*pred)(uint64_t val, void *arg), v
 		ix_resize(ix, want < ix->cap ? want : ix->cap, 0);
 	}
 	return removed;
+}
+
+void index_for_each(const struct index *ix, void (*fn)(const struct fp *key, uint64_t val, void *arg),
+		    void *arg)
+{
+	static const struct fp zero;
+	const struct ix_slot *slots = ix_slots(ix);
+
+	if (ix->has_zero)
+		fn(&zero, ix->zero_val, arg);
+	for (size_t pos = 0; ix->cap && pos < ix->len; pos++)
+		if (!ix_empty(&slots[pos]))
+			fn(&(struct fp){ .lo = slots[pos].lo, .hi = slots[pos].hi }, slots[pos].val, arg);
 }
 
 size_t index_bytes(const struct index *ix)

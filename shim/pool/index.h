@@ -111,10 +111,15 @@ int index_insert(struct index *ix, const struct fp *key, uint64_t val);
 int index_remove(struct index *ix, const struct fp *key);
 
 /*
- * Removes every entry whose value satisfies pred(val, arg) (slab eviction).
- * Returns the number removed.
+ * Removes every entry for which pred(key, val, arg) is true (slab
+ * eviction). Returns the number removed.
  */
-size_t index_remove_if(struct index *ix, int (*pred)(uint64_t val, void *arg), void *arg);
+size_t index_remove_if(struct index *ix, int (*pred)(const struct fp *key, uint64_t val, void *arg),
+		       void *arg);
+
+/* Calls fn(key, val, arg) for every entry, in no particular order; fn must not change the index. */
+void index_for_each(const struct index *ix, void (*fn)(const struct fp *key, uint64_t val, void *arg),
+		    void *arg);
 
 /* Host bytes held by the table's slots in use. */
 size_t index_bytes(const struct index *ix);

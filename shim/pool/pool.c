@@ -27,6 +27,7 @@
 #include "pool/plan.h"
 #include "pool/pool_impl.h"
 #include "pool/route.h"
+#include "pool/keep.h"
 #include "pool/whatif.h"
 
 /* The one-shot probe (retried with back-off when the driver cannot answer). Called with p->mu held. */
@@ -89,12 +90,17 @@ static int pool_probe_due(const struct pool *p)
 /*
  * Publishes the copy's captures after they were issued (ok), or drops
  * their rows (capture failed or never issued). Each segment the copy
- * opened gets an event recorded behind the captures. Called with p->mu held.
+ * opened gets an event recorded behind the captures. Kept captures
+ * (keep.h) that leave the pool here, or that the pool's rows were handed
+ * to the what-if table without while this copy was under way, go to the
+ * table now. Called with p->mu held.
  */
 static void pool_publish(struct pool_copy_ctx *x, int ok)
 {
 	struct pool *p = x->p;
 	uint64_t captured = 0;
+	struct keep_batch *k = NULL;
+	int late = x->kept && x->adopted != p->whatif_adopted;
 
 	for (uint64_t i = 0; i < x->nrows && x->captures; i++) {
 		struct plan *pl = &x->plan[i];
@@ -123,8 +129,12 @@ static void pool_publish(struct pool_copy_ctx *x, int ok)
 		if (g->state == SEG_FAILED) {
 			index_remove(&p->ix, &x->fps[i]);
 			pl->kind = PLAN_MISS;
+			if (x->kept)
+				keep_row(&k, &x->fps[i], x->vals[i]);
 			continue;
 		}
+		if (late)
+			keep_row(&k, &x->fps[i], x->vals[i]);
 		s->pooled_rows++;
 		s->pooled_bytes += x->r->row;
 		if (x->vals[i] < s->pos_lo)
@@ -133,44 +143,13 @@ static void pool_publish(struct pool_copy_ctx *x, int ok)
 			s->pos_hi = x->vals[i];
 		captured++;
 	}
+	if (k) {
+		keep_flush(k);
+		free(k);
+	}
 	/* A queued check that no segment took is left to its host function, which
 	 * may still read it: not freed. */
 	x->captures = captured;
-}
-
-/* The first-seen position of a hit at offset off of slab s, from the slab's range. */
-static uint64_t pool_hit_pos(const struct slab *s, uint64_t off)
-{
-	if (s->pos_lo == UINT64_MAX || s->pos_hi <= s->pos_lo || s->fill == 0)
-		return s->pos_hi;
-	return s->pos_lo + (uint64_t)((double)(s->pos_hi - s->pos_lo) * ((double)off / (double)s->fill));
-}
-
-#define POOL_WHATIF_RUNS 64       /* hit runs reported to the what-if curve per call */
-
-/*
- * Reports the copy's hits to the what-if curve, one repeat per run, in
- * calls of up to POOL_WHATIF_RUNS runs. Called with p->mu held.
- */
-static void pool_whatif_hits(struct pool_copy_ctx *x)
-{
-	uint64_t pos[POOL_WHATIF_RUNS], bytes[POOL_WHATIF_RUNS];
-	uint64_t i, j, n = 0;
-
-	for (i = 0; i < x->nrows && x->hits; i = j) {
-		if (x->plan[i].kind != PLAN_HIT) {
-			j = i + 1;
-			continue;
-		}
-		j = pool_run_end(x, i, PLAN_HIT);
-		if (n == POOL_WHATIF_RUNS) {
-			whatif_repeat_many(pos, bytes, n);
-			n = 0;
-		}
-		pos[n] = pool_hit_pos(x->p->slabs[x->plan[i].slab], x->plan[i].off);
-		bytes[n++] = (j - i) * x->r->row;
-	}
-	whatif_repeat_many(pos, bytes, n);
 }
 
 /*
@@ -290,25 +269,7 @@ static int pool_copy_full(struct pool_copy_ctx *x, struct backoff *b)
 		       link_serve_due(&p->serve, pool_cfg->link_gbps, x->hits * r->row);
 	pthread_mutex_unlock(&p->mu);
 
-	/* Rows the pool did not serve feed the what-if curve; the positions of
-	 * captured rows go into their slab's range when they are published. A
-	 * copy of hits only has none; one without hits skips none. */
-	if (!x->hits) {
-		whatif_observe(x->fps, NULL, x->nrows, r->row, x->vals);
-	} else if (x->hits < x->nrows) {
-		uint8_t skip_stack[POOL_STACK_ROWS];
-		uint8_t *skip = x->nrows <= POOL_STACK_ROWS ? skip_stack : malloc(x->nrows);
-
-		if (skip) {
-			for (uint64_t i = 0; i < x->nrows; i++)
-				skip[i] = x->plan[i].kind == PLAN_HIT;
-			whatif_observe(x->fps, skip, x->nrows, r->row, x->vals);
-			if (skip != skip_stack)
-				free(skip);
-		} else {
-			memset(x->vals, 0, x->nrows * sizeof(*x->vals));
-		}
-	}
+	pool_whatif_rows(x);
 
 	if (!err)
 		err = pool_issue(x);

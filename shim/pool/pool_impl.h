@@ -49,6 +49,7 @@
 #include "core/stats.h"
 
 #define POOL_STACK_ROWS 256
+#define POOL_FOUND_REPEAT 3     /* found[i]: in the pool, not ready, reported as a repeat (pool.c) */
 #define POOL_PRIOS (LAYOUT_MAX_PRIO + 1)
 #define POOL_STREAMS 64         /* streams remembered for the reclaim fallback */
 #define POOL_RETRY_FIRST 2      /* matched copies before a failed allocation or probe is retried, doubled each time */
@@ -100,6 +101,11 @@ struct pool {
 	struct link_meter serve;        /* the pool's own device-to-device serving (link.h); under mu */
 	struct index samples;   /* fingerprints of rows sampled while stood down */
 	struct doorkeeper dk;   /* admission on evidence (issue 16, doorkeeper.h); under mu */
+	/* Rows captured as WHATIF_KEPT may be missing from the what-if table
+	 * (whatif.h) until pool_whatif_adopt_pooled hands them over, which
+	 * counts its passes in whatif_adopted; under mu. */
+	int whatif_kept;
+	uint64_t whatif_adopted;
 	dev_event *free_events;
 	uint32_t nfree_events, free_events_cap;
 	dev_stream streams[POOL_STREAMS];       /* streams the pool put work on */
@@ -132,6 +138,8 @@ struct pool_copy_ctx {
 	 * the shim's); the time its rows took to hash. */
 	int measure, timed_cpu;
 	int serve_due;          /* the gather of its hits is timed for the serve meter (issue.c) */
+	int kept;               /* its captures reached the what-if curve as WHATIF_KEPT (pool.c) */
+	uint64_t adopted;       /* p->whatif_adopted when it was planned */
 	uint64_t wait_ns, wait_cpu_ns, fp_ns;
 	uint64_t batch_cpu_ns;  /* CPU time of the batched sends of misses (issue.c), when timed_cpu */
 };

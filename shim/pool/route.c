@@ -7,6 +7,7 @@
 
 #include "core/log.h"
 #include "pool/issue.h"
+#include "pool/keep.h"
 #include "pool/whatif.h"
 
 #define POOL_SAMPLES_MAX 16384  /* sampled fingerprints kept while stood down */
@@ -48,9 +49,16 @@ int pool_copy_plain(struct pool_copy_ctx *x)
 void pool_copy_unhashed(struct pool_copy_ctx *x)
 {
 	/* issue 19: the what-if curve stays true while copies go straight through */
-	if (x->r->row >= WHATIF_SPARSE_MIN_ROW)
+	if (x->r->row >= WHATIF_SPARSE_MIN_ROW) {
+		/* Its sample meets rows without the pool: the pool's rows must be in
+		 * the what-if table first (keep.h). */
+		if (__atomic_load_n(&x->p->whatif_kept, __ATOMIC_RELAXED)) {
+			pthread_mutex_lock(&x->p->mu);
+			pool_whatif_adopt_pooled(x->p);
+			pthread_mutex_unlock(&x->p->mu);
+		}
 		whatif_observe_sparse(x->r->src, x->nrows, x->r->row);
-	else
+	} else
 		whatif_set_unobserved();
 }
 

@@ -97,6 +97,13 @@ void slab_untake(struct slab *s, uint32_t seg)
 		g->state = SEG_FAILED;
 }
 
+uint64_t slab_row_pos(const struct slab *s, uint64_t off)
+{
+	if (s->pos_lo == UINT64_MAX || s->pos_hi <= s->pos_lo || s->fill == 0)
+		return s->pos_hi;
+	return s->pos_lo + (uint64_t)((double)(s->pos_hi - s->pos_lo) * ((double)off / (double)s->fill));
+}
+
 int64_t slab_seg_find(const struct slab *s, uint64_t off)
 {
 	uint32_t lo = 0, hi = s->nsegs;

@@ -98,6 +98,13 @@ uint64_t slab_take(struct slab *s, uint64_t row, int64_t *open);
 /* Gives back the last row taken into segment index seg (the copy could not index it). */
 void slab_untake(struct slab *s, uint32_t seg);
 
+/*
+ * The first-seen position (whatif.h) of the row at offset off, estimated
+ * from the slab's range of its rows' positions (rows fill a slab in about
+ * the order they were first seen).
+ */
+uint64_t slab_row_pos(const struct slab *s, uint64_t off);
+
 /* Returns the index of the segment holding offset off, or -1. */
 int64_t slab_seg_find(const struct slab *s, uint64_t off);
 

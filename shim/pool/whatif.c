@@ -11,7 +11,9 @@
  * (the default cap) and doubles up to the memory cap, then the sampling
  * rate halves instead (an entry stays tracked while the top k bits of its
  * key are zero), in one pass that clears the entries no longer tracked and
- * puts the others back from their homes. The slot of a key comes from its
+ * puts the others back from their homes; a bitmap beside it marks the
+ * occupied slots (a kept row new to the table costs a bit, not a miss).
+ * The slot of a key comes from its
  * low bits, the sampling test from its high bits, so the two are
  * independent.
  *
@@ -45,8 +47,6 @@
 #define WHATIF_SUB (1U << WHATIF_SUB_BITS)
 #define WHATIF_BUCKETS ((64 - WHATIF_SUB_BITS + 1) * WHATIF_SUB)
 #define WHATIF_FIRST_SLOTS 65536ULL     /* the table's first size, in entries (1 MiB, the default cap) */
-#define WHATIF_PREKEY_WORDS 8           /* words of a row its sparse sampling key reads */
-#define WHATIF_SPARSE_BATCH 64          /* sampled rows fingerprinted before the lock is taken */
 #define WHATIF_LOG_RATIO 1.18920711500272106672L /* 2^(1/4): WHATIF_LOG_POINTS points cover U down to U/2^9.5 */
 
 struct whatif_entry {
@@ -59,6 +59,7 @@ static _Atomic uint64_t whatif_hist[WHATIF_BUCKETS];
 static struct {
 	pthread_mutex_t lock;
 	struct whatif_entry *slots;     /* cap entries, or NULL before the first row */
+	uint64_t *occ;                  /* a bit per slot, set while it holds an entry (after slots) */
 	uint64_t cap;                   /* a power of two */
 	uint64_t max_slots;             /* the cap in entries (a power of two) */
 	uint64_t used;
@@ -176,14 +177,20 @@ static struct whatif_entry *whatif_find(uint64_t key)
 	return &whatif.slots[i];
 }
 
+/* The bytes of a table of cap entries: the entries, then a bit per entry (cap >= 64). */
+static uint64_t whatif_table_size(uint64_t cap)
+{
+	return cap * sizeof(struct whatif_entry) + cap / 8;
+}
+
 /*
- * A zeroed table of cap entries: a mapping with its pages made at once
- * (MAP_POPULATE: one call instead of a fault for each page as the first
- * rows land on them all), or NULL.
+ * A zeroed table of cap entries and its bitmap: a mapping with its pages
+ * made at once (MAP_POPULATE: one call instead of a fault for each page as
+ * the first rows land on them all), or NULL.
  */
 static struct whatif_entry *whatif_table_new(uint64_t cap)
 {
-	void *p = mmap(NULL, cap * sizeof(struct whatif_entry), PROT_READ | PROT_WRITE,
+	void *p = mmap(NULL, whatif_table_size(cap), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
@@ -193,7 +200,33 @@ static struct whatif_entry *whatif_table_new(uint64_t cap)
 static void whatif_table_free(struct whatif_entry *t, uint64_t cap)
 {
 	if (t)
-		munmap(t, cap * sizeof(*t));
+		munmap(t, whatif_table_size(cap));
+}
+
+/* Writes an entry into the empty slot e and marks it occupied; empties slot i. */
+static void whatif_put(struct whatif_entry *e, uint64_t key, uint64_t pos)
+{
+	*e = (struct whatif_entry){ key, pos };
+	whatif.occ[(e - whatif.slots) >> 6] |= 1ULL << ((e - whatif.slots) & 63);
+}
+
+static void whatif_clear(uint64_t i)
+{
+	whatif.slots[i].key = 0;
+	whatif.occ[i >> 6] &= ~(1ULL << (i & 63));
+}
+
+/*
+ * Whether key may be in the table: its home slot holds an entry. Linear
+ * probing puts a key at its home slot or after it, every slot between
+ * occupied, so a key whose home slot is empty is not there. One bit of a
+ * bitmap a core's cache holds, where the slot itself would be a miss.
+ */
+static inline int whatif_may_hold(uint64_t key)
+{
+	uint64_t i = key & (whatif.cap - 1);
+
+	return whatif.slots && (whatif.occ[i >> 6] >> (i & 63)) & 1;
 }
 
 /* Moves every entry into a table of cap entries. Returns 0 or -1 (no memory). */
@@ -206,11 +239,12 @@ static int whatif_rehash(uint64_t cap)
 	if (!s)
 		return -1;
 	whatif.slots = s;
+	whatif.occ = (uint64_t *)(s + cap);
 	whatif.cap = cap;
-	atomic_store_explicit(&whatif.table_bytes, cap * sizeof(*s), memory_order_relaxed);
+	atomic_store_explicit(&whatif.table_bytes, whatif_table_size(cap), memory_order_relaxed);
 	for (i = 0; old && i < oldcap; i++)
 		if (old[i].key != 0)
-			*whatif_find(old[i].key) = old[i];
+			whatif_put(whatif_find(old[i].key), old[i].key, old[i].pos);
 	whatif_table_free(old, oldcap);
 	return 0;
 }
@@ -241,12 +275,12 @@ static void whatif_halve_rate(void)
 		e = whatif.slots[i];
 		if (e.key == 0)
 			continue;
-		whatif.slots[i].key = 0;
+		whatif_clear(i);
 		if (!whatif_tracked(e.key, shift)) {
 			whatif.used--;
 			continue;
 		}
-		*whatif_find(e.key) = e;
+		whatif_put(whatif_find(e.key), e.key, e.pos);
 	}
 	atomic_store_explicit(&whatif.tracked, whatif.used, memory_order_relaxed);
 }
@@ -265,27 +299,31 @@ static void whatif_make_room(void)
 
 /*
  * Observes one row under the lock, standing for 2^wshift rows (a row of a
- * sparse observation); returns its position.
+ * sparse observation); returns its position. A kept row (WHATIF_KEPT) that
+ * is new gets its position and stays out of the table.
  */
 static inline __attribute__((always_inline)) uint64_t
-whatif_observe_one(uint64_t key, uint64_t row, unsigned wshift)
+whatif_observe_one(uint64_t key, uint64_t row, unsigned wshift, int kept)
 {
 	unsigned shift = atomic_load_explicit(&whatif.shift, memory_order_relaxed);
 	uint64_t scaled = row << (shift + wshift);
 	uint64_t u = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
-	struct whatif_entry *e;
+	struct whatif_entry *e = NULL;
 
 	if (!whatif_tracked(key, shift))
 		return u;
-	e = whatif_find(key);
-	if (e->key == key) {
-		whatif_hist_add(e->pos, scaled);
-		return e->pos;
+	if (!kept || whatif_may_hold(key)) {
+		e = whatif_find(key);
+		if (e->key == key) {
+			whatif_hist_add(e->pos, scaled);
+			return e->pos;
+		}
 	}
 	u += scaled;
 	atomic_store_explicit(&whatif.unique, u, memory_order_relaxed);
-	e->key = key;
-	e->pos = u;
+	if (kept)
+		return u;
+	whatif_put(e, key, u);
 	whatif.used++;
 	whatif_make_room();
 	return u;
@@ -295,19 +333,19 @@ whatif_observe_one(uint64_t key, uint64_t row, unsigned wshift)
  * The rows of whatif_observe, under the lock: a row not tracked at the
  * current rate costs a compare (its position is the unique bytes so far);
  * a tracked one is looked up (whatif_observe_one, which may halve the
- * rate). has_skip and has_pos say whether skip and pos are given; the
+ * rate). has_kind and has_pos say whether kind and pos are given; the
  * function is inlined with them constant, so that the loop of untracked
  * rows tests neither. Returns the rows skipped.
  */
 static inline __attribute__((always_inline)) uint64_t
-whatif_observe_rows(const struct fp *fps, const uint8_t *skip, uint64_t nrows, uint64_t row, uint64_t *pos,
-		    int has_skip, int has_pos)
+whatif_observe_rows(const struct fp *fps, const uint8_t *kind, uint64_t nrows, uint64_t row, uint64_t *pos,
+		    int has_kind, int has_pos)
 {
 	uint64_t i, p, lim = whatif_limit(), u = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
 	uint64_t skipped = 0;
 
 	for (i = 0; i < nrows; i++) {
-		if (has_skip && skip[i]) {
+		if (has_kind && kind[i] == WHATIF_SKIP) {
 			skipped++;
 			continue;
 		}
@@ -316,7 +354,7 @@ whatif_observe_rows(const struct fp *fps, const uint8_t *skip, uint64_t nrows, u
 				pos[i] = u;
 			continue;
 		}
-		p = whatif_observe_one(whatif_key(&fps[i]), row, 0);
+		p = whatif_observe_one(whatif_key(&fps[i]), row, 0, has_kind && kind[i] == WHATIF_KEPT);
 		lim = whatif_limit();
 		u = atomic_load_explicit(&whatif.unique, memory_order_relaxed);
 		if (has_pos)
@@ -325,8 +363,28 @@ whatif_observe_rows(const struct fp *fps, const uint8_t *skip, uint64_t nrows, u
 	return skipped;
 }
 
-/* Rows are counted in the total of sightings all at once. */
-void whatif_observe(const struct fp *fps, const uint8_t *skip, uint64_t nrows, uint64_t row,
+/* Makes the table when there is none. Returns 0, or -1 (no table: observe nothing). */
+static int whatif_table_ready(void)
+{
+	if (!whatif.slots && !whatif.failed) {
+		uint64_t first = WHATIF_FIRST_SLOTS < whatif.max_slots ? WHATIF_FIRST_SLOTS : whatif.max_slots;
+
+		whatif.failed = whatif_rehash(first) != 0;
+	}
+	return whatif.failed ? -1 : 0;
+}
+
+/* Whether some row of kind[] would enter the table (kept rows and hits never do). */
+static int whatif_needs_table(const uint8_t *kind, uint64_t nrows)
+{
+	return !kind || memchr(kind, WHATIF_OBSERVE, nrows) != NULL;
+}
+
+/*
+ * Rows are counted in the total of sightings all at once. A copy of kept
+ * rows and hits alone makes no table: kept rows new to it stay out.
+ */
+void whatif_observe(const struct fp *fps, const uint8_t *kind, uint64_t nrows, uint64_t row,
 		    uint64_t *pos)
 {
 	uint64_t skipped;
@@ -337,18 +395,15 @@ void whatif_observe(const struct fp *fps, const uint8_t *skip, uint64_t nrows, u
 		return;
 	}
 	pthread_mutex_lock(&whatif.lock);
-	if (!whatif.slots && !whatif.failed) {
-		uint64_t first = WHATIF_FIRST_SLOTS < whatif.max_slots ? WHATIF_FIRST_SLOTS : whatif.max_slots;
-
-		whatif.failed = whatif_rehash(first) != 0;
-	}
-	if (pos && (skip || whatif.failed))
+	if (whatif_needs_table(kind, nrows))
+		(void)whatif_table_ready();
+	if (pos && (kind || whatif.failed))
 		memset(pos, 0, nrows * sizeof(*pos));   /* skipped rows' positions are 0 */
 	if (whatif.failed)
 		goto out_unlock;
-	if (skip)
-		skipped = pos ? whatif_observe_rows(fps, skip, nrows, row, pos, 1, 1) :
-				whatif_observe_rows(fps, skip, nrows, row, NULL, 1, 0);
+	if (kind)
+		skipped = pos ? whatif_observe_rows(fps, kind, nrows, row, pos, 1, 1) :
+				whatif_observe_rows(fps, kind, nrows, row, NULL, 1, 0);
 	else
 		skipped = pos ? whatif_observe_rows(fps, NULL, nrows, row, pos, 0, 1) :
 				whatif_observe_rows(fps, NULL, nrows, row, NULL, 0, 0);
@@ -358,69 +413,44 @@ out_unlock:
 	pthread_mutex_unlock(&whatif.lock);
 }
 
-/*
- * The sampling key of a row read without hashing it all: WHATIF_PREKEY_WORDS
- * words spread evenly over it (all of its bytes when it is shorter), mixed.
- * Equal rows have equal pre-keys, so a row is sampled or not by its
- * content, and all its sightings with it.
- */
-static uint64_t whatif_prekey(const unsigned char *p, uint64_t row)
+void whatif_adopt(const struct fp *fps, const uint64_t *pos, uint64_t n)
 {
-	uint64_t h = row * 0x9e3779b97f4a7c15ULL, w;
-
-	if (row < 8) {
-		for (uint64_t i = 0; i < row; i++)
-			h = (h ^ p[i]) * 0xff51afd7ed558ccdULL;
-	} else {
-		for (uint64_t k = 0; k < WHATIF_PREKEY_WORDS; k++) {
-			memcpy(&w, p + (row - 8) * k / (WHATIF_PREKEY_WORDS - 1), sizeof(w));
-			h = (h ^ w) * 0xff51afd7ed558ccdULL;
-			h ^= h >> 29;
-		}
-	}
-	h ^= h >> 32;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	return h ^ (h >> 33);
-}
-
-/* Observes n sampled rows of a sparse observation under the lock, each for 2^WHATIF_SPARSE_SHIFT. */
-static void whatif_observe_weighted(const struct fp *fps, uint64_t n, uint64_t row)
-{
+	if (n == 0)
+		return;
 	pthread_mutex_lock(&whatif.lock);
-	if (!whatif.slots && !whatif.failed) {
-		uint64_t first = WHATIF_FIRST_SLOTS < whatif.max_slots ? WHATIF_FIRST_SLOTS : whatif.max_slots;
+	for (uint64_t i = 0; i < n && whatif_table_ready() == 0; i++) {
+		uint64_t key = whatif_key(&fps[i]);
+		struct whatif_entry *e;
 
-		whatif.failed = whatif_rehash(first) != 0;
+		if (!whatif_tracked(key, atomic_load_explicit(&whatif.shift, memory_order_relaxed)))
+			continue;
+		e = whatif_find(key);
+		if (e->key == key)
+			continue;
+		whatif_put(e, key, pos[i]);
+		whatif.used++;
+		whatif_make_room();
 	}
-	for (uint64_t i = 0; i < n && !whatif.failed; i++)
-		if (fps[i].lo <= whatif_limit())
-			whatif_observe_one(whatif_key(&fps[i]), row, WHATIF_SPARSE_SHIFT);
 	atomic_store_explicit(&whatif.tracked, whatif.used, memory_order_relaxed);
 	pthread_mutex_unlock(&whatif.lock);
 }
 
-void whatif_observe_sparse(const void *src, uint64_t nrows, uint64_t row)
+void whatif_observe_weighted(const struct fp *fps, uint64_t n, uint64_t row)
 {
-	const unsigned char *p = src;
-	struct fp fps[WHATIF_SPARSE_BATCH];
-	uint64_t n = 0;
+	pthread_mutex_lock(&whatif.lock);
+	(void)whatif_table_ready();
+	for (uint64_t i = 0; i < n && !whatif.failed; i++)
+		if (fps[i].lo <= whatif_limit())
+			whatif_observe_one(whatif_key(&fps[i]), row, WHATIF_SPARSE_SHIFT, 0);
+	atomic_store_explicit(&whatif.tracked, whatif.used, memory_order_relaxed);
+	pthread_mutex_unlock(&whatif.lock);
+}
 
-	if (!src || nrows == 0 || row == 0)
-		return;
-	for (uint64_t i = 0; i < nrows; i++, p += row) {
-		if (whatif_prekey(p, row) >> (64 - WHATIF_SPARSE_SHIFT) != 0)
-			continue;
-		fps[n++] = fingerprint_one(p, row);
-		if (n == WHATIF_SPARSE_BATCH) {
-			whatif_observe_weighted(fps, n, row);
-			n = 0;
-		}
-	}
-	if (n)
-		whatif_observe_weighted(fps, n, row);
+void whatif_count_sparse(uint64_t bytes)
+{
 	atomic_store_explicit(&whatif.sparse, 1, memory_order_relaxed);
 	atomic_store_explicit(&whatif.estimate, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&whatif.total, nrows * row, memory_order_relaxed);
+	atomic_fetch_add_explicit(&whatif.total, bytes, memory_order_relaxed);
 }
 
 /*
@@ -550,6 +580,7 @@ void whatif_reset(void)
 	pthread_mutex_init(&whatif.lock, NULL);
 	whatif_table_free(whatif.slots, whatif.cap);
 	whatif.slots = NULL;
+	whatif.occ = NULL;
 	whatif.cap = 0;
 	whatif.used = 0;
 	whatif.failed = 0;

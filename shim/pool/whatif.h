@@ -13,7 +13,10 @@
  * them (a slab remembers the first-seen positions of its rows). Every other
  * fingerprinted row (misses, dry runs, rows a full pool did not admit) goes
  * through whatif_observe, which keeps its own table of fingerprints. A row
- * must reach the module once per sighting, through one of the two.
+ * must reach the module once per sighting, through one of the two. A row
+ * the pool captures is observed once, for its position, and kept out of
+ * the table while the pool holds it (WHATIF_KEPT, whatif_adopt; the pool's
+ * side is pool/keep.h).
  *
  * Positions are kept in a histogram of log-linear buckets (64 per power of
  * two: a bucket spans at most 1/64 of its position), so the curve is exact
@@ -23,7 +26,8 @@
  * Memory cap and sampling. The fingerprint table holds one 16-byte entry
  * per tracked row (64 bits of the fingerprint and the row's position),
  * kept at most half full, in at most whatif_setup's max_bytes
- * (VRAMPOOL_WHATIF_MEM, default WHATIF_DEFAULT_MEM = 1 MiB: 32,768 rows).
+ * (VRAMPOOL_WHATIF_MEM, default WHATIF_DEFAULT_MEM = 1 MiB: 32,768 rows),
+ * with a bit per slot beside it (1/128 more: which slots hold an entry).
  * Below that many distinct rows the curve is exact. Past it, rows are
  * tracked by spatial sampling on their fingerprint, as SHARDS does for
  * miss-ratio curves: a row is tracked when its fingerprint lies below a
@@ -49,9 +53,10 @@
  *
  * Cost. whatif_repeat is two relaxed atomic adds (no hashing, no lock), and
  * whatif_repeat_many about one a repeat: they run on the hit path. whatif_observe takes the module's lock once per
- * call; a row not tracked costs a compare, a tracked one a table probe;
- * past the exact size, the table's refills and rate halvings come to
- * about 3 instructions a row at 10^6 rows (fewer as rows grow).
+ * call; a row not tracked costs a compare, a tracked one a table probe,
+ * and a kept row new to the table one bit of the slot bitmap; past the
+ * exact size, the table's refills and rate halvings come to about 3
+ * instructions a row at 10^6 rows (fewer as rows grow).
  *
  * Thread-safe: any number of threads may feed it. whatif_snapshot and
  * whatif_served_at take no lock (they read atomics only), so the reporter
@@ -78,17 +83,44 @@
  */
 void whatif_setup(uint64_t max_bytes);
 
+/* What whatif_observe does with row i (its kind[i]; a NULL kind: every row WHATIF_OBSERVE). */
+#define WHATIF_OBSERVE 0        /* a row the pool did not serve: observed */
+#define WHATIF_SKIP 1           /* a row the pool served (a hit): ignored */
+#define WHATIF_KEPT 2           /* a row the pool captures and keeps: see whatif_observe */
+
 /*
- * Observes nrows rows of row bytes that the pool did not serve. Rows with
- * skip[i] set are ignored (skip may be NULL). A row seen for the first time
- * gets the next position; a row seen before counts row bytes of repeat at
- * its position. When pos is not NULL, pos[i] gets each row's first-seen
+ * Observes nrows rows of row bytes that the pool did not serve, each as
+ * kind[i] says (kind may be NULL). A row seen for the first time gets the
+ * next position; a row seen before counts row bytes of repeat at its
+ * position. When pos is not NULL, pos[i] gets each row's first-seen
  * position end (0 for a skipped row; in sampled mode, for a row not
  * tracked, the estimated unique bytes so far), which the pool keeps for
  * the rows it captures.
+ *
+ * A WHATIF_KEPT row is one the pool captures, in a copy whose every other
+ * row it serves or knows (a duplicate inside the copy would otherwise go
+ * unrecognised). Seen before, it counts as any row does. New, it gets its
+ * position without entering the fingerprint table: while the pool holds it,
+ * its sightings reach the curve as pool hits (whatif_repeat), so the table
+ * never needs it, and the capture epoch costs no table insert and no rate
+ * halving. Whoever keeps such rows hands them to the table with
+ * whatif_adopt before they can be observed again without the pool: when
+ * they leave the pool, or before copies go through unhashed
+ * (whatif_observe_sparse). Whether a row is new to the table is read from
+ * a bitmap of its occupied slots (a row whose home slot is empty is not in
+ * it), a cache-resident bit per slot, so a kept row costs no table miss.
  */
-void whatif_observe(const struct fp *fps, const uint8_t *skip, uint64_t nrows, uint64_t row,
+void whatif_observe(const struct fp *fps, const uint8_t *kind, uint64_t nrows, uint64_t row,
 		    uint64_t *pos);
+
+/*
+ * Puts n rows into the fingerprint table at their first-seen positions
+ * pos[i] (as whatif_observe gave them, or the pool's estimate of them):
+ * rows kept out of it (WHATIF_KEPT) that can now be observed without the
+ * pool. A row already in the table, or not tracked at the current rate,
+ * is left as it is. Counts nothing: no sighting, no repeat.
+ */
+void whatif_adopt(const struct fp *fps, const uint64_t *pos, uint64_t n);
 
 /*
  * Observes nrows rows of row bytes at src (host memory the caller may
@@ -102,6 +134,15 @@ void whatif_observe(const struct fp *fps, const uint8_t *skip, uint64_t nrows, u
  * curve an estimate. Costs a pre-key per row and a hash per sampled row.
  */
 void whatif_observe_sparse(const void *src, uint64_t nrows, uint64_t row);
+
+/*
+ * For whatif_sparse.c: observes n sampled rows of a sparse observation,
+ * each standing for 2^WHATIF_SPARSE_SHIFT rows; and counts bytes of copies
+ * observed sparsely in the total, marking the curve sampled by content and
+ * an estimate.
+ */
+void whatif_observe_weighted(const struct fp *fps, uint64_t n, uint64_t row);
+void whatif_count_sparse(uint64_t bytes);
 
 /*
  * Counts bytes of repeat (pool hits) at first-seen position end pos. A

@@ -134,8 +134,9 @@ static void print_passes(const char *name, const double per[PASSES])
 }
 
 /* Whether a value (a pool row number) lies in the first 64 slabs' worth of rows. */
-static int first_slabs(uint64_t val, void *arg)
+static int first_slabs(const struct fp *key, uint64_t val, void *arg)
 {
+	(void)key;
 	return val < *(uint64_t *)arg;
 }
 

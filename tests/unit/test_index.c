@@ -169,8 +169,9 @@ static void test_growth_to_two_million_keeps_every_entry(void)
 	free(f.keys);
 }
 
-static int is_odd(uint64_t val, void *arg)
+static int is_odd(const struct fp *key, uint64_t val, void *arg)
 {
+	(void)key;
 	(void)arg;
 	return val & 1;
 }
@@ -180,8 +181,9 @@ struct range {
 	uint64_t lo, hi;
 };
 
-static int in_range(uint64_t val, void *arg)
+static int in_range(const struct fp *key, uint64_t val, void *arg)
 {
+	(void)key;
 	struct range *r = arg;
 
 	return val >= r->lo && val < r->hi;
@@ -297,7 +299,7 @@ static void run_random_sequence(uint64_t seed, size_t nkeys, size_t ops, size_t 
 				if (slab.hi < slab.lo)
 					slab.hi = UINT32_MAX;
 				for (size_t i = 0; i < nkeys; i++)
-					if (ref[i].present && in_range(ref[i].val, &slab)) {
+					if (ref[i].present && in_range(NULL, ref[i].val, &slab)) {
 						ref[i].present = 0;
 						expect++;
 					}

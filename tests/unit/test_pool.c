@@ -23,6 +23,7 @@
 #include "pool/backoff.h"
 #include "pool/doorkeeper.h"
 #include "pool/pool.h"
+#include "pool/whatif.h"
 #include "report/reason.h"
 #include "core/stats.h"
 
@@ -289,6 +290,50 @@ static void test_eviction(void)
 	CU_ASSERT_EQUAL(stats_get(ST_ROWS_POOLED), 0);
 	CU_ASSERT_EQUAL(pool_reclaim(0, 1), 0);
 	CU_ASSERT_EQUAL(t_copy(ids, 1000), 1000 * ROW);
+}
+
+/*
+ * Runs epochs of the rows ids[0..n) reshuffled (a stride each epoch), the
+ * pool's slabs all given back after evict_after of them (never, past the
+ * epochs), and takes the what-if curve's snapshot.
+ */
+static void t_whatif_run(const char *mode, unsigned epochs, unsigned evict_after, struct whatif_snapshot *s)
+{
+	uint32_t ids[600];
+
+	t_config((const char *[]){ "VRAMPOOL", mode, "VRAMPOOL_LAYOUT", "3072", "VRAMPOOL_BUDGET", "8M",
+				   "VRAMPOOL_SLAB", "1M", "VRAMPOOL_PROBE_AFTER", "0", NULL });
+	whatif_setup(0);
+	for (unsigned e = 0; e < epochs; e++) {
+		if (e == evict_after)
+			CU_ASSERT_EQUAL(pool_reclaim(0, 1ULL << 50), 2);
+		t_ids(ids, 600, 70000, 1 + 2 * e);
+		t_copy(ids, 600);
+	}
+	whatif_snapshot(s, 0);
+}
+
+/*
+ * The pool hands its captures to the what-if curve without its table
+ * (keep.h): the curve of a pooled run, slabs evicted in the middle, counts
+ * the dry run's unique and repeated bytes exactly, and within the slabs'
+ * position estimates at every budget.
+ */
+static void test_whatif_of_kept_rows(void)
+{
+	struct whatif_snapshot dry, pooled;
+
+	t_whatif_run("dry", 4, 4, &dry);
+	t_whatif_run("on", 4, 2, &pooled);
+	CU_ASSERT(stats_get(ST_BYTES_SERVED) > 0);
+	CU_ASSERT_EQUAL(pooled.unique_bytes, dry.unique_bytes);
+	CU_ASSERT_EQUAL(pooled.repeat_bytes, dry.repeat_bytes);
+	CU_ASSERT_EQUAL(pooled.tracked_rows, 600);      /* kept out, then handed over on eviction */
+	for (int k = 0; k < dry.npoints; k++) {
+		double got = (double)whatif_served_at(dry.budget[k]), want = (double)dry.served[k];
+
+		CU_ASSERT(got <= want + 0.02 * (double)dry.repeat_bytes && got >= want - 0.02 * (double)dry.repeat_bytes);
+	}
 }
 
 static void test_checked_capture(void)
@@ -944,6 +989,7 @@ static const CU_TestInfo tests[] = {
 	{ "a copy's requested bytes are counted beside its bytes sent and served",
 	  test_requested_beside_bytes },
 	{ "eviction frees the newest slabs first and latches the budget", test_eviction },
+	{ "the what-if curve of kept rows, slabs evicted, counts what a dry run counts", test_whatif_of_kept_rows },
 	{ "a probe that leaves less than one slab keeps the pool dormant", test_dormant_for_good },
 	{ "rows captured under a run-time check are served once it found the source unchanged",
 	  test_checked_capture },

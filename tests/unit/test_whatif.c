@@ -598,6 +598,124 @@ static double check_sampled_trace(const char *name, const uint64_t *ids, uint64_
 	return worst;
 }
 
+/*
+ * A pool with room for the first half of the rows first seen: it captures
+ * them (one call per row, WHATIF_KEPT, as a copy of captures alone) and
+ * serves their later sightings (whatif_repeat at the position they got);
+ * the other rows are observed. mem is the what-if's memory (0: default).
+ * Afterwards the kept rows leave the pool (whatif_adopt) and every row is
+ * observed for evict_epochs more epochs. At the budgets of the curve of
+ * the same sightings all observed: the same figures (tol 0), or sampled,
+ * within tol of the sightings of the truth; *kept_tracked gets the
+ * table's entries before the adoption.
+ */
+static void check_kept(uint64_t n, unsigned e, unsigned evict_epochs, uint64_t mem, double tol,
+		       uint64_t *kept_tracked)
+{
+	const unsigned all_e = e + evict_epochs;
+	uint64_t *ids = epochs(n, all_e, 41), *pos = calloc(n, sizeof(*pos)), i, nkept = 0;
+	uint8_t *kept = calloc(n, 1), kind = WHATIF_KEPT;
+	struct fp *kfps = malloc(n * sizeof(*kfps));
+	uint64_t *kpos = malloc(n * sizeof(*kpos));
+	struct whatif_snapshot all, mixed;
+	double matched = (double)(n * all_e * ROW);
+	int k;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pos);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(kept);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(kfps);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(kpos);
+	whatif_setup(mem);
+	observe_ids(ids, n * all_e, NULL);
+	whatif_snapshot(&all, 0);
+
+	whatif_setup(mem);
+	for (i = 0; i < n * e; i++) {
+		struct fp f = row_fp(ids[i]);
+		uint64_t id = ids[i];
+
+		if (kept[id]) {
+			whatif_repeat(pos[id], ROW);            /* a hit */
+		} else if (i < n && id % 2 == 0) {
+			whatif_observe(&f, &kind, 1, ROW, &pos[id]);    /* a capture: kept */
+			kept[id] = 1;
+			kfps[nkept] = f;
+			kpos[nkept++] = pos[id];
+		} else {
+			whatif_observe(&f, NULL, 1, ROW, NULL);
+		}
+	}
+	whatif_snapshot(&mixed, 0);
+	*kept_tracked = mixed.tracked_rows;
+	whatif_adopt(kfps, kpos, nkept);        /* they leave the pool */
+	observe_ids(ids + n * e, n * evict_epochs, NULL);
+	whatif_snapshot(&mixed, 0);
+	check_shape(&mixed);
+	if (tol == 0) {
+		CU_ASSERT_EQUAL(mixed.unique_bytes, all.unique_bytes);
+		CU_ASSERT_EQUAL(mixed.repeat_bytes, all.repeat_bytes);
+		CU_ASSERT_EQUAL(mixed.npoints, all.npoints);
+	}
+	/* at the budgets of the observed curve: the same figure, or sampled, near the truth */
+	for (k = 0; k < all.npoints; k++) {
+		double got = (double)whatif_served_at(all.budget[k]);
+
+		double want = tol == 0 ? (double)all.served[k]
+				       : (double)truth_served(ids, n * all_e, n, all.budget[k]);
+
+		CU_ASSERT(near(got, want, tol, matched));
+	}
+	free(ids);
+	free(pos);
+	free(kept);
+	free(kfps);
+	free(kpos);
+}
+
+/* Rows the pool keeps stay out of the table, and the curve is exactly the one of observed rows. */
+static void test_kept_rows_exact(void)
+{
+	const uint64_t n = 4000;
+	uint64_t tracked;
+
+	check_kept(n, 3, 0, 0, 0, &tracked);
+	CU_ASSERT_EQUAL(tracked, n / 2);        /* the kept half never entered the table */
+	check_kept(n, 2, 2, 0, 0, &tracked);    /* and once they leave the pool, they are known */
+	CU_ASSERT_EQUAL(tracked, n / 2);
+}
+
+/*
+ * Sampled (the table's rate halves while rows are kept and adopted): the
+ * curve stays within 2 points of the truth, and a kept row
+ * that the table holds is found through its bitmap after the halvings.
+ */
+static void test_kept_rows_sampled(void)
+{
+	uint8_t kind = WHATIF_KEPT;
+	uint64_t p1 = 0, p2 = 0, tracked, id = 1000000;
+	struct whatif_snapshot s;
+	struct fp f;
+
+	check_kept(100000, 2, 2, 0, 0.02, &tracked);
+
+	do
+		f = row_fp(++id);
+	while (f.lo >> 56);                     /* a row tracked down to one in 256 */
+	whatif_setup(WHATIF_MIN_MEM);
+	whatif_observe(&f, NULL, 1, ROW, &p1);
+	for (uint64_t i = 0; i < 20000; i++) {  /* the rate halves several times */
+		struct fp g = row_fp(i);
+
+		whatif_observe(&g, NULL, 1, ROW, NULL);
+	}
+	whatif_snapshot(&s, 0);
+	CU_ASSERT(s.sample_one_in >= 16 && s.sample_one_in <= 256);
+	whatif_observe(&f, &kind, 1, ROW, &p2);
+	CU_ASSERT_EQUAL(p2, p1);        /* found: a repeat at its position, not a new row */
+	whatif_snapshot(&s, 0);
+	CU_ASSERT_EQUAL(s.unique_bytes, p1 > s.unique_bytes ? p1 : s.unique_bytes);
+}
+
 #define TRACE_ROWS 1000000ULL
 
 /* 250,000 rows seen in 4 reshuffled epochs. */
@@ -751,6 +869,10 @@ static const CU_TestInfo tests[] = {
 	{ "sampled, a loop with a scan of 10^6 rows stays within 2 points of the exact curve",
 	  test_sampled_scan },
 	{ "a spec standing aside marks the curve an estimate until reset", test_estimate_mark },
+	{ "rows the pool keeps stay out of the table; the curve is the observed one, after they leave too",
+	  test_kept_rows_exact },
+	{ "kept rows, sampled: within 2 points of the truth; a tracked row is found after halvings",
+	  test_kept_rows_sampled },
 	{ "whatif_repeat_many gives the figures of one whatif_repeat per repeat", test_repeat_many },
 	CU_TEST_INFO_NULL,
 };
