@@ -397,10 +397,16 @@ static void ix_prefetch_home(const struct ix_slot *slots, size_t cap, uint64_t l
 	__builtin_prefetch(p + 63);
 }
 
-void index_prefetch(const struct index *ix, const struct fp *key)
+void index_prefetch_insert(const struct index *ix, const struct fp *key)
 {
-	if (ix->cap)
-		ix_prefetch_home(ix_slots(ix), ix->cap, key->lo);
+	const char *p;
+
+	if (ix->cap == 0)
+		return;
+	p = (const char *)&ix_slots(ix)[ix_home(key->lo, ix->cap)];
+	__builtin_prefetch(p + 128, 1);
+	__builtin_prefetch(p + 192, 1);
+	__builtin_prefetch(p + 256, 1);
 }
 
 /*

@@ -101,8 +101,12 @@ int index_lookup(const struct index *ix, const struct fp *key, uint64_t *val);
 void index_lookup_many(const struct index *ix, const struct fp *keys, size_t n, uint64_t *vals,
 		       uint8_t *found);
 
-/* Starts loading the home slot of key into the cache (no effect on contents). */
-void index_prefetch(const struct index *ix, const struct fp *key);
+/*
+ * Starts loading, for writing, the slots an insert of key walks and shifts
+ * past the two lines index_lookup_many loaded (to the next empty slot: a
+ * few lines at the loads the table keeps). No effect on contents.
+ */
+void index_prefetch_insert(const struct index *ix, const struct fp *key);
 
 /* Inserts key -> val. Returns 0, -EEXIST (the existing value is kept), or -ENOMEM. */
 int index_insert(struct index *ix, const struct fp *key, uint64_t val);

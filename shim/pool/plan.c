@@ -21,6 +21,8 @@
 #include "pool/pincheck.h"
 #include "pool/pool_impl.h"
 
+#define POOL_INSERT_AHEAD 8  /* captures whose index slots are loaded ahead of their insert */
+
 /* Remembers stream s as one the pool put work on (the reclaim fallback syncs them). */
 static void pool_note_stream(struct pool *p, dev_stream s)
 {
@@ -324,6 +326,9 @@ int pool_plan(struct pool_copy_ctx *x)
 		}
 		if (!admitting || x->found[i] == DK_REFUSED)
 			continue;
+		/* the inserts' walks miss beyond what the look-up loaded: start them early */
+		if (i + POOL_INSERT_AHEAD < x->nrows && !x->found[i + POOL_INSERT_AHEAD])
+			index_prefetch_insert(&p->ix, &x->fps[i + POOL_INSERT_AHEAD]);
 		if (pool_admit(x, pl)) {
 			admitting = 0;
 			continue;
