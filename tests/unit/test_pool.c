@@ -336,6 +336,36 @@ static void test_whatif_of_kept_rows(void)
 	}
 }
 
+/*
+ * A copy whose rows all hit is one device operation, the gather, whether
+ * the serve meter times it (two events around it: its first eight, then
+ * one in 64) or not; now and then one goes plain for the link meter
+ * instead, and is none of the pool's.
+ */
+static void test_all_hit_copy_is_one_operation(void)
+{
+	uint32_t ids[64];
+	unsigned long long (*fc)(const char *), ev0;
+	int served = 0;
+
+	*(void **)&fc = dlsym(t_lib, "fakecuda_counter");
+	CU_ASSERT_FATAL(fc != NULL);
+	t_config((const char *[]){ "VRAMPOOL_LAYOUT", "3072", "VRAMPOOL_BUDGET", "8M", "VRAMPOOL_PROBE_AFTER", "0",
+				   NULL });
+	t_ids(ids, 64, 42000, 1);
+	t_copy(ids, 64);
+	ev0 = fc("ops_event");
+	for (int c = 0; c < 24; c++) {
+		uint64_t ops = stats_get(ST_DEVICE_OPS), sent = t_copy(ids, 64);
+
+		CU_ASSERT(sent == 0 || sent == 64 * ROW);
+		CU_ASSERT_EQUAL(stats_get(ST_DEVICE_OPS) - ops, sent ? 0 : 1);
+		served += sent == 0;
+	}
+	CU_ASSERT(served >= 20);
+	CU_ASSERT(fc("ops_event") - ev0 >= 2 * 8);     /* the serve meter timed its first eight gathers */
+}
+
 static void test_checked_capture(void)
 {
 	uint32_t ids[100];
@@ -990,6 +1020,8 @@ static const CU_TestInfo tests[] = {
 	  test_requested_beside_bytes },
 	{ "eviction frees the newest slabs first and latches the budget", test_eviction },
 	{ "the what-if curve of kept rows, slabs evicted, counts what a dry run counts", test_whatif_of_kept_rows },
+	{ "an all-hit copy is one device operation, its serve meter's events not counted",
+	  test_all_hit_copy_is_one_operation },
 	{ "a probe that leaves less than one slab keeps the pool dormant", test_dormant_for_good },
 	{ "rows captured under a run-time check are served once it found the source unchanged",
 	  test_checked_capture },
