@@ -58,11 +58,12 @@ int pool_quiesce(struct pool *p)
 	return err ? -EIO : 0;
 }
 
-/* A slab being evicted, and the batch its rows go to the what-if table in (keep.h), or NULL. */
+/* A slab being evicted; whether its rows go to the what-if table (keep.h), and their batch. */
 struct evict_walk {
 	uint32_t id;
 	const struct slab *s;
-	struct keep_batch *keep;
+	int keep;
+	struct keep_batch *k;
 };
 
 /* index_remove_if predicate: the value points into the slab; its row is handed to the curve. */
@@ -73,7 +74,7 @@ static int pool_val_in_slab(const struct fp *key, uint64_t val, void *arg)
 	if (slab_val_id(val) != w->id)
 		return 0;
 	if (w->keep)
-		keep_add(w->keep, key, slab_row_pos(w->s, slab_val_off(val)));
+		keep_row(&w->k, key, slab_row_pos(w->s, slab_val_off(val)));
 	return 1;
 }
 
@@ -99,15 +100,10 @@ int pool_evict_slab(struct pool *p, uint32_t id, const char *why)
 	}
 	{
 		/* Rows kept out of the what-if table leave the pool: it learns of them now. */
-		struct evict_walk w = { id, s, __atomic_load_n(&p->whatif_kept, __ATOMIC_RELAXED) ? malloc(sizeof(*w.keep)) : NULL };
+		struct evict_walk w = { id, s, __atomic_load_n(&p->whatif_kept, __ATOMIC_RELAXED), NULL };
 
-		if (w.keep)
-			w.keep->n = 0;
 		index_remove_if(&p->ix, pool_val_in_slab, &w);
-		if (w.keep) {
-			keep_flush(w.keep);
-			free(w.keep);
-		}
+		keep_done(&w.k);
 	}
 	p->bytes -= s->bytes;
 	stats_sub(ST_POOL_BYTES, s->bytes);

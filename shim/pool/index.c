@@ -56,6 +56,8 @@
 #include "pool/index_room.h"
 
 #define IX_MIN_CAP 2
+static const struct fp ix_zero_key;     /* the key kept outside the table (ix->zero_val) */
+
 #define IX_LOOKAHEAD 16                 /* keys prefetched ahead in index_lookup_many */
 
 /* The slot array. */
@@ -533,11 +535,10 @@ int index_remove(struct index *ix, const struct fp *key)
 size_t index_remove_if(struct index *ix, int (*pred)(const struct fp *key, uint64_t val, void *arg),
 		       void *arg)
 {
-	static const struct fp zero;
 	size_t removed = 0, n;
 	struct ix_slot *slots = ix_slots(ix);
 
-	if (ix->has_zero && pred(&zero, ix->zero_val, arg)) {
+	if (ix->has_zero && pred(&ix_zero_key, ix->zero_val, arg)) {
 		ix->has_zero = 0;
 		ix->zero_val = 0;
 		ix->count--;
@@ -576,11 +577,10 @@ size_t index_remove_if(struct index *ix, int (*pred)(const struct fp *key, uint6
 void index_for_each(const struct index *ix, void (*fn)(const struct fp *key, uint64_t val, void *arg),
 		    void *arg)
 {
-	static const struct fp zero;
 	const struct ix_slot *slots = ix_slots(ix);
 
 	if (ix->has_zero)
-		fn(&zero, ix->zero_val, arg);
+		fn(&ix_zero_key, ix->zero_val, arg);
 	for (size_t pos = 0; ix->cap && pos < ix->len; pos++)
 		if (!ix_empty(&slots[pos]))
 			fn(&(struct fp){ .lo = slots[pos].lo, .hi = slots[pos].hi }, slots[pos].val, arg);

@@ -12,23 +12,43 @@
 #include "pool/pool_impl.h"
 #include "pool/whatif.h"
 
-void keep_add(struct keep_batch *k, const struct fp *key, uint64_t pos)
+#define KEEP_BATCH 256          /* rows handed to whatif_adopt per call */
+
+/* Rows gathered for whatif_adopt. */
+struct keep_batch {
+	struct fp fps[KEEP_BATCH];
+	uint64_t pos[KEEP_BATCH];
+	uint32_t n;
+};
+
+void keep_row(struct keep_batch **k, const struct fp *key, uint64_t pos)
 {
-	if (k->n == KEEP_BATCH)
-		keep_flush(k);
-	k->fps[k->n] = *key;
-	k->pos[k->n++] = pos;
+	if (!*k) {
+		*k = malloc(sizeof(**k));       /* a few KiB: not on a program thread's stack */
+		if (!*k)
+			return;
+		(*k)->n = 0;
+	}
+	if ((*k)->n == KEEP_BATCH) {
+		whatif_adopt((*k)->fps, (*k)->pos, (*k)->n);
+		(*k)->n = 0;
+	}
+	(*k)->fps[(*k)->n] = *key;
+	(*k)->pos[(*k)->n++] = pos;
 }
 
-void keep_flush(struct keep_batch *k)
+void keep_done(struct keep_batch **k)
 {
-	whatif_adopt(k->fps, k->pos, k->n);
-	k->n = 0;
+	if (!*k)
+		return;
+	whatif_adopt((*k)->fps, (*k)->pos, (*k)->n);
+	free(*k);
+	*k = NULL;
 }
 
 struct keep_walk {
 	struct pool *p;
-	struct keep_batch batch;
+	struct keep_batch *k;
 };
 
 /* index_for_each visitor: a settled pooled row goes to the batch. */
@@ -45,36 +65,19 @@ static void keep_visit(const struct fp *key, uint64_t val, void *arg)
 	g = slab_seg_find(s, off);
 	if (g >= 0 && s->segs[g].state == SEG_PENDING)
 		return;
-	keep_add(&w->batch, key, slab_row_pos(s, off));
+	keep_row(&w->k, key, slab_row_pos(s, off));
 }
 
 void pool_whatif_adopt_pooled(struct pool *p)
 {
-	struct keep_walk *w;
+	struct keep_walk w = { p, NULL };
 
 	if (!__atomic_load_n(&p->whatif_kept, __ATOMIC_RELAXED))
 		return;
-	w = malloc(sizeof(*w));         /* a few KiB: not on a program thread's stack */
-	if (!w)
-		return;                 /* tried again by the next caller */
-	w->p = p;
-	w->batch.n = 0;
-	index_for_each(&p->ix, keep_visit, w);
-	keep_flush(&w->batch);
-	free(w);
+	index_for_each(&p->ix, keep_visit, &w);
+	keep_done(&w.k);
 	__atomic_store_n(&p->whatif_kept, 0, __ATOMIC_RELAXED);
 	p->whatif_adopted++;
-}
-
-void keep_row(struct keep_batch **k, const struct fp *key, uint64_t pos)
-{
-	if (!*k) {
-		*k = malloc(sizeof(**k));
-		if (!*k)
-			return;
-		(*k)->n = 0;
-	}
-	keep_add(*k, key, pos);
 }
 
 #define POOL_WHATIF_RUNS 64       /* hit runs reported to the what-if curve per call */
@@ -104,6 +107,7 @@ void pool_whatif_hits(struct pool_copy_ctx *x)
 				continue;
 			}
 			x->found[i] = POOL_FOUND_REPEAT;
+			x->repeats++;
 		}
 		if (n == POOL_WHATIF_RUNS) {
 			whatif_repeat_many(pos, bytes, n);
@@ -125,15 +129,9 @@ void pool_whatif_rows(struct pool_copy_ctx *x)
 	uint8_t stack[POOL_STACK_ROWS] = { 0 }, *kind;   /* filled below; the compiler cannot tell */
 	uint64_t i;
 
-	if (!x->hits && !x->kept) {
-		int repeats = 0;
-
-		for (i = 0; i < x->nrows && !repeats; i++)
-			repeats = x->found[i] == POOL_FOUND_REPEAT;
-		if (!repeats) {
-			whatif_observe(x->fps, NULL, x->nrows, x->r->row, x->vals);
-			return;
-		}
+	if (!x->hits && !x->kept && !x->repeats) {
+		whatif_observe(x->fps, NULL, x->nrows, x->r->row, x->vals);
+		return;
 	}
 	if (x->hits == x->nrows)
 		return;

@@ -13,7 +13,7 @@
  * (whatif.h): each gets its first-seen position without entering the
  * what-if's fingerprint table, since while the pool holds the row its
  * sightings reach the curve as pool hits (whatif_repeat), or, found but
- * not yet ready, as repeats at their slab's position (pool.c). That saves
+ * not yet ready, as repeats at their slab's position (pool_whatif_hits). That saves
  * the capture epoch a table insert per row, the table's rate halvings and
  * the cache the table would take from the index.
  *
@@ -36,27 +36,17 @@
 struct pool;
 struct pool_copy_ctx;
 
-#define KEEP_BATCH 256          /* rows handed to whatif_adopt per call */
-
-/* Rows gathered for whatif_adopt. */
-struct keep_batch {
-	struct fp fps[KEEP_BATCH];
-	uint64_t pos[KEEP_BATCH];
-	uint32_t n;
-};
-
-/* Adds a row at first-seen position pos; a full batch is adopted first. */
-void keep_add(struct keep_batch *k, const struct fp *key, uint64_t pos);
-
-/* Adopts the rows gathered (whatif_adopt) and empties the batch. */
-void keep_flush(struct keep_batch *k);
+struct keep_batch;
 
 /*
- * keep_add into *k, made on first use (a row that finds no memory for it
- * counts as new if it is seen again without the pool). The caller
- * flushes and frees *k.
+ * Gathers a row at first-seen position pos for whatif_adopt in *k (NULL
+ * at first: made on first use; a row that finds no memory for it counts as
+ * new if it is seen again without the pool), adopting a full batch first.
  */
 void keep_row(struct keep_batch **k, const struct fp *key, uint64_t pos);
+
+/* Adopts the rows left in *k and frees it (NULL: nothing). */
+void keep_done(struct keep_batch **k);
 
 /*
  * Reports the copy's hits (one repeat per run) and its rows found but not

@@ -43,11 +43,10 @@ static void pool_note_stream(struct pool *p, dev_stream s)
 /* Drops the rows of segment g of slab s from the index and the gauges (FAILED). */
 static void pool_seg_drop(struct pool *p, struct slab *s, struct seg *g, const struct pincheck *c)
 {
-	struct keep_batch *k = c && __atomic_load_n(&p->whatif_kept, __ATOMIC_RELAXED) ? malloc(sizeof(*k)) : NULL;
+	int keep = __atomic_load_n(&p->whatif_kept, __ATOMIC_RELAXED);
+	struct keep_batch *k = NULL;
 	uint32_t dropped = 0;
 
-	if (k)
-		k->n = 0;
 	if (c) {
 		for (uint64_t i = 0; i < c->n; i++) {
 			if (c->slab[i] != s->id || c->off[i] < g->off ||
@@ -56,14 +55,11 @@ static void pool_seg_drop(struct pool *p, struct slab *s, struct seg *g, const s
 			if (index_remove(&p->ix, &c->fps[i]) != 0)
 				continue;
 			dropped++;
-			if (k)  /* a row kept out of the what-if table leaves the pool (keep.h) */
-				keep_add(k, &c->fps[i], slab_row_pos(s, c->off[i]));
+			if (keep)       /* a row kept out of the what-if table leaves the pool (keep.h) */
+				keep_row(&k, &c->fps[i], slab_row_pos(s, c->off[i]));
 		}
 	}
-	if (k) {
-		keep_flush(k);
-		free(k);
-	}
+	keep_done(&k);
 	s->pooled_rows -= dropped;
 	s->pooled_bytes -= (uint64_t)dropped * g->row;
 	p->drops++;

@@ -143,10 +143,7 @@ static void pool_publish(struct pool_copy_ctx *x, int ok)
 			s->pos_hi = x->vals[i];
 		captured++;
 	}
-	if (k) {
-		keep_flush(k);
-		free(k);
-	}
+	keep_done(&k);
 	/* A queued check that no segment took is left to its host function, which
 	 * may still read it: not freed. */
 	x->captures = captured;

@@ -49,7 +49,7 @@
 #include "core/stats.h"
 
 #define POOL_STACK_ROWS 256
-#define POOL_FOUND_REPEAT 3     /* found[i]: in the pool, not ready, reported as a repeat (pool.c) */
+#define POOL_FOUND_REPEAT 3     /* found[i]: in the pool, not ready, reported as a repeat (keep.c) */
 #define POOL_PRIOS (LAYOUT_MAX_PRIO + 1)
 #define POOL_STREAMS 64         /* streams remembered for the reclaim fallback */
 #define POOL_RETRY_FIRST 2      /* matched copies before a failed allocation or probe is retried, doubled each time */
@@ -138,7 +138,8 @@ struct pool_copy_ctx {
 	 * the shim's); the time its rows took to hash. */
 	int measure, timed_cpu;
 	int serve_due;          /* the gather of its hits is timed for the serve meter (issue.c) */
-	int kept;               /* its captures reached the what-if curve as WHATIF_KEPT (pool.c) */
+	int kept;               /* its captures reached the what-if curve as WHATIF_KEPT (keep.c) */
+	uint64_t repeats;       /* rows marked POOL_FOUND_REPEAT (keep.c) */
 	uint64_t adopted;       /* p->whatif_adopted when it was planned */
 	uint64_t wait_ns, wait_cpu_ns, fp_ns;
 	uint64_t batch_cpu_ns;  /* CPU time of the batched sends of misses (issue.c), when timed_cpu */
