@@ -4,7 +4,8 @@
  *
  * The pool pays host time for every row it fingerprints. That pays off
  * only if rows repeat and the pool holds them. When the pool can admit
- * nothing more (full, latched, or a budget below one row) and the rows of
+ * no row it has not seen (full, latched, a budget below one row, or the
+ * doorkeeper engaged: doorkeeper.h, pool_admits_unseen) and the rows of
  * the last BACKOFF_WINDOW copies (or of the last BACKOFF_WINDOW_BYTES, at
  * least BACKOFF_WINDOW_MIN copies: big rows come few per epoch) hit in
  * under 1% of their bytes (rows that
@@ -22,7 +23,9 @@
  * augmented rows, then plain ones; a new dataset): then the sampled rows
  * repeat among themselves (the pool keeps the fingerprints of its samples)
  * but never hit. After BACKOFF_STALE_REPEATS such repeats the pool is
- * refreshed: emptied, to fill again with the rows that do come back. Each
+ * refreshed: emptied, to fill again with the rows that do come back (a
+ * pool with room, which the doorkeeper kept the rows out of, is not
+ * emptied: the doorkeeper disengages and pooling resumes). Each
  * refresh doubles the evidence the next one needs, so a pool too small to
  * serve much does not churn.
  *

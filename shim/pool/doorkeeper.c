@@ -177,6 +177,14 @@ enum dk_event doorkeeper_judge(struct doorkeeper *dk, uint64_t budget, uint64_t 
 	return DK_NONE;
 }
 
+enum dk_event doorkeeper_disengage(struct doorkeeper *dk)
+{
+	if (!dk->engaged)
+		return DK_NONE;
+	dk_disengage(dk);
+	return DK_DISENGAGED;
+}
+
 uint64_t doorkeeper_bytes(const struct doorkeeper *dk)
 {
 	return dk->bits ? 2 * dk->nblocks * DK_BLOCK_WORDS * sizeof(*dk->bits) : 0;

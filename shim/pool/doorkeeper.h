@@ -34,6 +34,12 @@
  * engagement needs doubles (evidence that was wrong once must be
  * stronger).
  *
+ * Engaged, the pool admits no row it has not seen: for the back-off and
+ * the ledger it is a pool that cannot admit (pool_admits_unseen), so rows
+ * that still do not hit stand pooling down (backoff.h) and cost nothing
+ * but the sample; when the samples see rows come back, pooling resumes and
+ * the doorkeeper disengages (doorkeeper_disengage).
+ *
  * The filter: two generations of 64-byte blocks, each sized for the unique
  * rows seen at the engagement (DK_MIN_ROWS to DK_MAX_ROWS rows at
  * DK_BITS_PER_ROW bits, 6 bits of a row in one block: about 1% of rows
@@ -105,6 +111,15 @@ uint64_t doorkeeper_filter(struct doorkeeper *dk, const struct fp *fps, uint64_t
  */
 enum dk_event doorkeeper_judge(struct doorkeeper *dk, uint64_t budget, uint64_t row, uint64_t seen,
 			       uint64_t hits, uint64_t captured);
+
+/*
+ * Disengages now, as a judgement that saw rows repeat would: the filter
+ * is freed, capture on first sight resumes and the next engagement needs
+ * twice the evidence. For evidence from outside the filter (the back-off's
+ * samples saw rows come back while pooling stood down, backoff.h).
+ * Returns DK_DISENGAGED, or DK_NONE where it was not engaged.
+ */
+enum dk_event doorkeeper_disengage(struct doorkeeper *dk);
 
 /* Host bytes of the filter. */
 uint64_t doorkeeper_bytes(const struct doorkeeper *dk);

@@ -22,8 +22,8 @@
  * save is the link's time for its bytes, if it is a hit: while the pool
  * can still admit rows, every row may come back, so the ledger weighs a
  * row's link time (what each repeat will save); once the pool can admit
- * nothing more, only the hits save, so it weighs the link time of the
- * share of rows that hit. (Rows that never repeat are the back-off's
+ * no row it has not seen (full, or the doorkeeper engaged), only the hits
+ * save, so it weighs the link time of the share of rows that hit. (Rows that never repeat are the back-off's
  * business, backoff.h.) A capture costs more than a hit (the index
  * insert, the what-if table, the copy into the slab) but is paid once,
  * and the row's repeats pay it back: while the pool can admit and a

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "pool/doorkeeper.h"
 #include "pool/evict.h"
 #include "pool/issue.h"
 #include "pool/pincheck.h"
@@ -272,17 +273,18 @@ static int pool_copy_full(struct pool_copy_ctx *x, struct backoff *b)
 		err = pool_issue(x);
 	pthread_mutex_lock(&p->mu);
 	pool_publish(x, err == POOL_DONE);
-	can_admit = pool_can_admit(p);
+	can_admit = pool_admits_unseen(p);
 	event = backoff_full(b, can_admit, r->n, err == POOL_DONE ? x->hits * r->row : 0);
 	if (event) {
+		const char *admits = p->dk.engaged ? "admits only rows seen twice" : "can admit no more";
+
 		stats_add(ST_BACKOFF_EVENTS, 1);
 		stats_set_stood_down(1);
 		/* why, the what-if curve tells at report time (report_repeat_why, issue 19) */
-		stats_set_text(STATS_REASON, "rows did not hit the pool and it can admit no more: pooling "
-			       "stood down after %llu copies", (unsigned long long)p->matched_seen);
-		log_verbose("rows did not repeat in the last %d copies and the pool cannot admit more: "
-			    "pooling stands down (one copy in %d is sampled)", BACKOFF_WINDOW,
-			    BACKOFF_SAMPLE_EVERY);
+		stats_set_text(STATS_REASON, "rows did not hit the pool and it %s: pooling stood down after "
+			       "%llu copies", admits, (unsigned long long)p->matched_seen);
+		log_verbose("rows did not repeat in the last %d copies and the pool %s: pooling stands "
+			    "down (one copy in %d is sampled)", BACKOFF_WINDOW, admits, BACKOFF_SAMPLE_EVERY);
 	}
 	pthread_mutex_unlock(&p->mu);
 	pthread_rwlock_unlock(&p->evict_lock);
@@ -430,6 +432,18 @@ int pool_copy(struct pool *p, const struct pool_request *r)
 		err = pool_copy_sample(&x, &srows, &shits, &sreps);
 		pthread_mutex_lock(&p->mu);
 		verdict = backoff_sample(b, srows, shits, sreps);
+		/*
+		 * Rows come back to a pool with room that the doorkeeper kept
+		 * them out of: no refresh, capture on first sight again.
+		 */
+		if (verdict == BACKOFF_REFRESH && pool_can_admit(p)) {
+			verdict = BACKOFF_RESUME;
+			if (doorkeeper_disengage(&p->dk) == DK_DISENGAGED) {
+				stats_add(ST_ADMIT_DISENGAGEMENTS, 1);
+				log_verbose("sampled rows come back: pooling resumes, rows are captured on "
+					    "first sight again");
+			}
+		}
 		if (verdict != BACKOFF_STAY) {
 			stats_set_stood_down(backoff_any_down(&p->kinds));
 			stats_set_text(STATS_REASON, "%s", "");

@@ -193,6 +193,17 @@ static inline int pool_can_admit(const struct pool *p)
 	return 0;
 }
 
+/*
+ * Whether a row the pool has not seen would be captured: room for it, and
+ * the doorkeeper not engaged (doorkeeper.h). Where it would not, only the
+ * hits save: the back-off and the ledger judge the pool as a full one.
+ * Called with p->mu held.
+ */
+static inline int pool_admits_unseen(const struct pool *p)
+{
+	return !p->dk.engaged && pool_can_admit(p);
+}
+
 /* The end of a run of rows of kind k starting at i: the same slab, consecutive offsets. */
 static inline uint64_t pool_run_end(const struct pool_copy_ctx *x, uint64_t i, enum plan_kind k)
 {

@@ -174,7 +174,7 @@ void pool_ledger_pooled(struct pool_copy_ctx *x, int slot, uint64_t wall_ns, uin
 	enum ledger_event ev;
 
 	pthread_mutex_lock(&p->mu);
-	c.can_admit = !p->decided || pool_can_admit(p);
+	c.can_admit = !p->decided || pool_admits_unseen(p);
 	link_get(&p->link, &p->serve, pool_cfg->link_gbps, &link);
 	ev = ledger_pooled(&p->ledgers[slot], &ledger_board[slot], &c, &link, pool_cfg->ledger);
 	pthread_mutex_unlock(&p->mu);
@@ -201,7 +201,7 @@ int pool_copy_aside(struct pool_copy_ctx *x, int slot)
 	err = pool_copy_plain(x);
 	whatif_set_unobserved();        /* one copy in N: a content sample of it would miss the repeats */
 	pthread_mutex_lock(&p->mu);
-	s.can_admit = pool_can_admit(p) || !p->decided;
+	s.can_admit = pool_admits_unseen(p) || !p->decided;
 	pthread_mutex_unlock(&p->mu);
 	t0 = ledger_cpu_now();
 	s.rows = pool_sample_rows(x, &hits, NULL);
@@ -236,7 +236,7 @@ enum pool_route pool_route(struct pool *p, const struct pool_request *r, int slo
 		route = POOL_ROUTE_OBSERVE;
 	} else {
 		int was_down = backoff_any_down(&p->kinds);
-		enum backoff_route br = backoff_route(*b, pool_can_admit(p));
+		enum backoff_route br = backoff_route(*b, pool_admits_unseen(p));
 
 		if (was_down && !backoff_any_down(&p->kinds))
 			stats_set_stood_down(0);        /* the pool can admit again */

@@ -215,8 +215,9 @@ static int summary_ledger(struct sbuf *b)
 }
 
 /*
- * Pooling stood down at some point: after how many copies and why, as the
- * what-if curve tells it (report_repeat_why: a budget below the unique
+ * Pooling stood down at some point: after how many copies, what the pool
+ * could admit (nothing more, or, the doorkeeper engaged, only rows seen
+ * twice) and why, as the what-if curve tells it (report_repeat_why: a budget below the unique
  * working set, or no repeat at all), unless the reason line above said it.
  */
 static void summary_stood(struct sbuf *b, const char *reason, uint64_t copies)
@@ -224,11 +225,14 @@ static void summary_stood(struct sbuf *b, const char *reason, uint64_t copies)
 	char why[REPORT_REASON_MAX / 2];
 	const char *w = report_repeat_why(why, sizeof(why));
 
+	int twice = stats_get(ST_ADMIT_ENGAGEMENTS) > stats_get(ST_ADMIT_DISENGAGEMENTS);
+
 	if (w && reason && strstr(reason, w))
 		w = NULL;
-	sbuf_line(b, "vrampool: pooling stood down after %llu copies (rows did not hit the pool and it could "
-		  "admit no more; one copy in %d sampled after)%s%s", (unsigned long long)copies,
-		  BACKOFF_SAMPLE_EVERY, w ? ": " : "", w ? w : "");
+	sbuf_line(b, "vrampool: pooling stood down after %llu copies (rows did not hit the pool and it %s; "
+		  "one copy in %d sampled after)%s%s", (unsigned long long)copies,
+		  twice ? "admitted only rows seen twice" : "could admit no more", BACKOFF_SAMPLE_EVERY,
+		  w ? ": " : "", w ? w : "");
 }
 
 /*
