@@ -38,7 +38,12 @@ static size_t ix_page_up(size_t n)
  */
 static int ix_map(size_t want, int noreserve, struct index_room *b)
 {
-	size_t len = ix_page_up(want), lead;
+	/*
+	 * A reservation is whole huge pages: the kernel backs none of a
+	 * mapping shorter than one, nor its tail past the last whole one, and
+	 * a small table on small pages costs a page walk a look-up (index_room.h).
+	 */
+	size_t len = noreserve ? (want + IX_HUGE_ALIGN - 1) / IX_HUGE_ALIGN * IX_HUGE_ALIGN : ix_page_up(want), lead;
 	unsigned char *p, *aligned;
 
 	p = mmap(NULL, len + IX_HUGE_ALIGN, PROT_READ | PROT_WRITE,

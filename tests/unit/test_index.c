@@ -794,6 +794,29 @@ static void test_a_large_table_is_a_huge_page_mapping_and_works(void)
 	free(f.keys);
 }
 
+/*
+ * A reservation smaller than a huge page, or with a tail past the last
+ * whole one, is mapped in whole 2 MiB pages, aligned: the kernel can back
+ * all of it with huge pages (a lookup then needs no page walk; issue 16's
+ * captures and hits at 20,000 rows of 3 KiB were 15 to 30 ns a row slower
+ * on small pages).
+ */
+static void test_a_reservation_is_whole_huge_pages(void)
+{
+	static const size_t entries[] = { 20000, 100000, 1000000 };
+	struct index ix;
+
+	for (size_t k = 0; k < sizeof(entries) / sizeof(entries[0]); k++) {
+		CU_ASSERT_FATAL(index_init(&ix, 0) == 0);
+		CU_ASSERT_FATAL(index_reserve(&ix, entries[k]) == 0);
+		CU_ASSERT(ix.reserved && ix.mapped);
+		CU_ASSERT((uintptr_t)ix.slots % (2u << 20) == 0);
+		CU_ASSERT(ix.alloc % (2u << 20) == 0);
+		CU_ASSERT(ix.room * 24 <= ix.alloc);    /* 24: a slot, index_room.h */
+		index_release(&ix);
+	}
+}
+
 static const CU_TestInfo tests[] = {
 	{ "inserted keys are found and removed keys are gone", test_insert_lookup_remove },
 	{ "inserting an existing key returns -EEXIST and keeps the old value",
@@ -823,6 +846,8 @@ static const CU_TestInfo tests[] = {
 	  test_no_reservation_under_an_address_space_limit },
 	{ "a table of 2 MiB or more is a 2 MiB-aligned huge-page mapping and works",
 	  test_a_large_table_is_a_huge_page_mapping_and_works },
+	{ "a reservation is mapped in whole 2 MiB pages, a small one too",
+	  test_a_reservation_is_whole_huge_pages },
 	CU_TEST_INFO_NULL,
 };
 
