@@ -5,13 +5,20 @@
 
 #include <string.h>
 
+/* A fresh window of full-path copies. */
+static void backoff_window_reset(struct backoff *b)
+{
+	b->win_copies = 0;
+	b->win_bytes = 0;
+	b->win_rows = 0;
+	b->win_hit_bytes = 0;
+}
+
 /* Back to pooling: a fresh window, no samples pending. */
 static void backoff_resume(struct backoff *b)
 {
 	b->down = 0;
-	b->win_copies = 0;
-	b->win_bytes = 0;
-	b->win_hit_bytes = 0;
+	backoff_window_reset(b);
 	b->skipped = 0;
 	b->sample_rows = 0;
 	b->sample_hits = 0;
@@ -33,21 +40,21 @@ enum backoff_route backoff_route(struct backoff *b, int can_admit)
 	return BACKOFF_PASS;
 }
 
-int backoff_full(struct backoff *b, int can_admit, uint64_t bytes, uint64_t hit_bytes)
+int backoff_full(struct backoff *b, int can_admit, uint64_t bytes, uint64_t rows, uint64_t hit_bytes)
 {
 	if (b->down)
 		return 0;
 	if (can_admit) {
-		b->win_copies = 0;
-		b->win_bytes = 0;
-		b->win_hit_bytes = 0;
+		backoff_window_reset(b);
 		return 0;
 	}
 	b->win_copies++;
 	b->win_bytes += bytes;
+	b->win_rows += rows;
 	b->win_hit_bytes += hit_bytes;
 	if (b->win_copies < BACKOFF_WINDOW &&
-	    (b->win_copies < BACKOFF_WINDOW_MIN || b->win_bytes < BACKOFF_WINDOW_BYTES))
+	    (b->win_copies < BACKOFF_WINDOW_MIN ||
+	     (b->win_bytes < BACKOFF_WINDOW_BYTES && b->win_rows < BACKOFF_WINDOW_ROWS)))
 		return 0;
 	/* Under 1% of the window's bytes came from the pool: stand down. */
 	if (b->win_hit_bytes * 100 < b->win_bytes) {
@@ -57,9 +64,7 @@ int backoff_full(struct backoff *b, int can_admit, uint64_t bytes, uint64_t hit_
 		return 1;
 	}
 	/* Judge the next window afresh. */
-	b->win_copies = 0;
-	b->win_bytes = 0;
-	b->win_hit_bytes = 0;
+	backoff_window_reset(b);
 	return 0;
 }
 

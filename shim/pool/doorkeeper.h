@@ -24,8 +24,11 @@
  * repeat would otherwise be captured for the whole run: there the
  * doorkeeper engages after 4 GiB or 4 million rows, long before the pool
  * is full. A dataset larger than that which does repeat may be judged in
- * its first epoch; then the rows of epoch 1 seen after the engagement are
- * captured on their second sighting, in epoch 2, and served from epoch 3.
+ * its first epoch; then pooling stands down for the rest of it (below),
+ * and in epoch 2 the back-off's samples find the rows of the first pass in
+ * the pool: pooling resumes capturing on first sight, and from epoch 3
+ * every row is served but those of epoch 2 that went by before the resume
+ * (about 16 copies' worth), which are served from epoch 4.
  *
  * Disengaging: while engaged, every row not in the index is looked up in
  * the filter. When, over DK_JUDGE_ROWS rows seen, one in DK_AGAIN_SHARE or
@@ -37,8 +40,9 @@
  * Engaged, the pool admits no row it has not seen: for the back-off and
  * the ledger it is a pool that cannot admit (pool_admits_unseen), so rows
  * that still do not hit stand pooling down (backoff.h) and cost nothing
- * but the sample; when the samples see rows come back, pooling resumes and
- * the doorkeeper disengages (doorkeeper_disengage).
+ * but the sample; when the samples see rows come back (hits, or repeats
+ * among themselves), pooling resumes and the doorkeeper disengages
+ * (doorkeeper_disengage).
  *
  * The filter: two generations of 64-byte blocks, each sized for the unique
  * rows seen at the engagement (DK_MIN_ROWS to DK_MAX_ROWS rows at

@@ -274,7 +274,7 @@ static int pool_copy_full(struct pool_copy_ctx *x, struct backoff *b)
 	pthread_mutex_lock(&p->mu);
 	pool_publish(x, err == POOL_DONE);
 	can_admit = pool_admits_unseen(p);
-	event = backoff_full(b, can_admit, r->n, err == POOL_DONE ? x->hits * r->row : 0);
+	event = backoff_full(b, can_admit, r->n, x->nrows, err == POOL_DONE ? x->hits * r->row : 0);
 	if (event) {
 		const char *admits = p->dk.engaged ? "admits only rows seen twice" : "can admit no more";
 
@@ -283,8 +283,8 @@ static int pool_copy_full(struct pool_copy_ctx *x, struct backoff *b)
 		/* why, the what-if curve tells at report time (report_repeat_why, issue 19) */
 		stats_set_text(STATS_REASON, "rows did not hit the pool and it %s: pooling stood down after "
 			       "%llu copies", admits, (unsigned long long)p->matched_seen);
-		log_verbose("rows did not repeat in the last %d copies and the pool %s: pooling stands "
-			    "down (one copy in %d is sampled)", BACKOFF_WINDOW, admits, BACKOFF_SAMPLE_EVERY);
+		log_verbose("under 1%% of the last copies' bytes came from the pool and it %s: pooling "
+			    "stands down (one copy in %d is sampled)", admits, BACKOFF_SAMPLE_EVERY);
 	}
 	pthread_mutex_unlock(&p->mu);
 	pthread_rwlock_unlock(&p->evict_lock);
@@ -433,16 +433,15 @@ int pool_copy(struct pool *p, const struct pool_request *r)
 		pthread_mutex_lock(&p->mu);
 		verdict = backoff_sample(b, srows, shits, sreps);
 		/*
-		 * Rows come back to a pool with room that the doorkeeper kept
-		 * them out of: no refresh, capture on first sight again.
+		 * Rows come back (hits, or repeats among the samples): where the
+		 * doorkeeper kept them out, they are captured on first sight
+		 * again; a pool with room has nothing to empty.
 		 */
-		if (verdict == BACKOFF_REFRESH && pool_can_admit(p)) {
+		if (verdict == BACKOFF_REFRESH && pool_can_admit(p))
 			verdict = BACKOFF_RESUME;
-			if (doorkeeper_disengage(&p->dk) == DK_DISENGAGED) {
-				stats_add(ST_ADMIT_DISENGAGEMENTS, 1);
-				log_verbose("sampled rows come back: pooling resumes, rows are captured on "
-					    "first sight again");
-			}
+		if (verdict != BACKOFF_STAY && doorkeeper_disengage(&p->dk) == DK_DISENGAGED) {
+			stats_add(ST_ADMIT_DISENGAGEMENTS, 1);
+			log_verbose("sampled rows come back: rows are captured on first sight again");
 		}
 		if (verdict != BACKOFF_STAY) {
 			stats_set_stood_down(backoff_any_down(&p->kinds));
@@ -470,7 +469,7 @@ int pool_copy(struct pool *p, const struct pool_request *r)
 		/* Unlocked: the probe may decide meanwhile (issue 17, item E: an atomic read). */
 		if (!err && __atomic_load_n(&p->decided, __ATOMIC_ACQUIRE) && !pool_cfg->dry) {
 			pthread_mutex_lock(&p->mu);
-			backoff_full(b, 0, r->n, 0);
+			backoff_full(b, 0, r->n, x.nrows, 0);
 			pthread_mutex_unlock(&p->mu);
 		}
 		goto out_free;

@@ -570,7 +570,8 @@ static void test_doorkeeper_keeps_augmented_rows_out(void)
 	for (pass = 0; pass < 16 && atomic_load(&stats_global.stood_down); pass++)
 		t_stream(2000000, 5000);
 	CU_ASSERT_FALSE(atomic_load(&stats_global.stood_down));
-	CU_ASSERT_EQUAL(stats_get(ST_ADMIT_DISENGAGEMENTS), 1);
+	CU_ASSERT(stats_get(ST_ADMIT_DISENGAGEMENTS) >= 1);
+	CU_ASSERT_EQUAL(stats_get(ST_ADMIT_DISENGAGEMENTS), stats_get(ST_ADMIT_ENGAGEMENTS));
 	CU_ASSERT_EQUAL(stats_get(ST_POOL_EVICTIONS), evictions);
 	CU_ASSERT(stats_get(ST_ROWS_CAPTURED) > captured);
 	/* captured on first sight now: the next pass takes the rest, the one after is served */
