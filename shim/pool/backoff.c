@@ -10,7 +10,6 @@ static void backoff_window_reset(struct backoff *b)
 {
 	b->win_copies = 0;
 	b->win_bytes = 0;
-	b->win_rows = 0;
 	b->win_hit_bytes = 0;
 }
 
@@ -40,7 +39,7 @@ enum backoff_route backoff_route(struct backoff *b, int can_admit)
 	return BACKOFF_PASS;
 }
 
-int backoff_full(struct backoff *b, int can_admit, uint64_t bytes, uint64_t rows, uint64_t hit_bytes)
+int backoff_full(struct backoff *b, int can_admit, uint64_t bytes, uint64_t hit_bytes)
 {
 	if (b->down)
 		return 0;
@@ -50,11 +49,9 @@ int backoff_full(struct backoff *b, int can_admit, uint64_t bytes, uint64_t rows
 	}
 	b->win_copies++;
 	b->win_bytes += bytes;
-	b->win_rows += rows;
 	b->win_hit_bytes += hit_bytes;
 	if (b->win_copies < BACKOFF_WINDOW &&
-	    (b->win_copies < BACKOFF_WINDOW_MIN ||
-	     (b->win_bytes < BACKOFF_WINDOW_BYTES && b->win_rows < BACKOFF_WINDOW_ROWS)))
+	    (b->win_copies < BACKOFF_WINDOW_MIN || b->win_bytes < BACKOFF_WINDOW_BYTES))
 		return 0;
 	/* Under 1% of the window's bytes came from the pool: stand down. */
 	if (b->win_hit_bytes * 100 < b->win_bytes) {

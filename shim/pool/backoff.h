@@ -6,10 +6,8 @@
  * only if rows repeat and the pool holds them. When the pool can admit
  * no row it has not seen (full, latched, a budget below one row, or the
  * doorkeeper engaged: doorkeeper.h, pool_admits_unseen) and the rows of
- * the last BACKOFF_WINDOW copies (or of the last BACKOFF_WINDOW_BYTES or
- * BACKOFF_WINDOW_ROWS rows, at least BACKOFF_WINDOW_MIN copies: big rows
- * come few per epoch, and a few hundred rows without a hit are evidence
- * enough; a short job of big rows was over before 32 copies) hit in
+ * the last BACKOFF_WINDOW copies (or of the last BACKOFF_WINDOW_BYTES, at
+ * least BACKOFF_WINDOW_MIN copies: big rows come few per epoch) hit in
  * under 1% of their bytes (rows that
  * never repeat: random crops, flips, float normalisation on the host),
  * pooling stands down: matched copies go straight through, counted but not
@@ -52,7 +50,6 @@
 
 #define BACKOFF_WINDOW 32               /* copies judged before standing down */
 #define BACKOFF_WINDOW_BYTES (256ULL << 20) /* or bytes, */
-#define BACKOFF_WINDOW_ROWS 256         /* or rows, */
 #define BACKOFF_WINDOW_MIN 4            /* in at least this many copies */
 #define BACKOFF_SAMPLE_EVERY 8          /* while down: one copy in this many is sampled */
 #define BACKOFF_SAMPLE_ROWS 16          /* rows fingerprinted in a sampled copy, at most */
@@ -63,7 +60,7 @@
 struct backoff {
 	int down;                       /* pooling stood down */
 	uint32_t win_copies;            /* full-path copies since the pool could last admit */
-	uint64_t win_bytes, win_rows, win_hit_bytes;
+	uint64_t win_bytes, win_hit_bytes;
 	uint32_t skipped;               /* copies passed straight since the last sample */
 	uint32_t sample_rows, sample_hits; /* the current judgement of samples */
 	uint32_t repeats;               /* sampled rows seen in an earlier sample since standing down */
@@ -88,11 +85,11 @@ enum backoff_route {
 enum backoff_route backoff_route(struct backoff *b, int can_admit);
 
 /*
- * Records a copy that took the full path: bytes matched in rows, hit_bytes
- * served. can_admit says whether the pool can still admit rows. Returns 1
- * when pooling just stood down, else 0.
+ * Records a copy that took the full path: bytes matched, hit_bytes served.
+ * can_admit says whether the pool can still admit rows. Returns 1 when
+ * pooling just stood down, else 0.
  */
-int backoff_full(struct backoff *b, int can_admit, uint64_t bytes, uint64_t rows, uint64_t hit_bytes);
+int backoff_full(struct backoff *b, int can_admit, uint64_t bytes, uint64_t hit_bytes);
 
 /*
  * Records a sampled copy: rows looked up, hits found in the pool, repeats

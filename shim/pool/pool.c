@@ -274,7 +274,7 @@ static int pool_copy_full(struct pool_copy_ctx *x, struct backoff *b)
 	pthread_mutex_lock(&p->mu);
 	pool_publish(x, err == POOL_DONE);
 	can_admit = pool_admits_unseen(p);
-	event = backoff_full(b, can_admit, r->n, x->nrows, err == POOL_DONE ? x->hits * r->row : 0);
+	event = backoff_full(b, can_admit, r->n, err == POOL_DONE ? x->hits * r->row : 0);
 	if (event) {
 		const char *admits = p->dk.engaged ? "admits only rows seen twice" : "can admit no more";
 
@@ -469,7 +469,7 @@ int pool_copy(struct pool *p, const struct pool_request *r)
 		/* Unlocked: the probe may decide meanwhile (issue 17, item E: an atomic read). */
 		if (!err && __atomic_load_n(&p->decided, __ATOMIC_ACQUIRE) && !pool_cfg->dry) {
 			pthread_mutex_lock(&p->mu);
-			backoff_full(b, 0, r->n, x.nrows, 0);
+			backoff_full(b, 0, r->n, 0);
 			pthread_mutex_unlock(&p->mu);
 		}
 		goto out_free;

@@ -8,14 +8,14 @@
 #include "cunit_main.h"
 #include "pool/backoff.h"
 
-/* Feeds n full-path copies of 100 bytes in one row with hit bytes each. Returns stand-downs seen. */
+/* Feeds n full-path copies of 100 bytes with hit bytes each. Returns stand-downs seen. */
 static int t_full(struct backoff *b, int can_admit, int n, uint64_t hit)
 {
 	int events = 0;
 
 	for (int i = 0; i < n; i++) {
 		CU_ASSERT_EQUAL(backoff_route(b, can_admit), BACKOFF_FULL);
-		events += backoff_full(b, can_admit, 100, 1, hit);
+		events += backoff_full(b, can_admit, 100, hit);
 	}
 	return events;
 }
@@ -30,7 +30,7 @@ static void test_stands_down(void)
 	/* full: a window of copies without hits stands down once */
 	CU_ASSERT_EQUAL(t_full(&b, 0, BACKOFF_WINDOW - 1, 0), 0);
 	CU_ASSERT_EQUAL(backoff_route(&b, 0), BACKOFF_FULL);
-	CU_ASSERT_EQUAL(backoff_full(&b, 0, 100, 1, 0), 1);
+	CU_ASSERT_EQUAL(backoff_full(&b, 0, 100, 0), 1);
 	CU_ASSERT_TRUE(b.down);
 	CU_ASSERT_EQUAL(b.stand_downs, 1);
 }
@@ -44,37 +44,10 @@ static void test_big_rows_judged_by_bytes(void)
 	memset(&b, 0, sizeof(b));
 	for (int i = 0; i < BACKOFF_WINDOW_MIN; i++) {
 		CU_ASSERT_EQUAL(backoff_route(&b, 0), BACKOFF_FULL);
-		events += backoff_full(&b, 0, 64ULL << 20, 1, 0);
+		events += backoff_full(&b, 0, 64ULL << 20, 0);
 	}
 	CU_ASSERT_EQUAL(events, 1);
 	CU_ASSERT_TRUE(b.down);
-}
-
-/*
- * Many rows a copy: a few hundred rows without a hit, in at least
- * BACKOFF_WINDOW_MIN copies, are evidence enough (a short job of 147 KiB
- * rows, 64 a copy, was over before 32 copies); one copy short of it is not.
- */
-static void test_many_rows_judged_by_rows(void)
-{
-	uint64_t rows = BACKOFF_WINDOW_ROWS / BACKOFF_WINDOW_MIN;
-	struct backoff b;
-	int events = 0;
-
-	memset(&b, 0, sizeof(b));
-	for (int i = 0; i < BACKOFF_WINDOW_MIN - 1; i++)
-		events += backoff_full(&b, 0, rows * 150528, rows, 0);
-	CU_ASSERT_EQUAL(events, 0);
-	CU_ASSERT_FALSE(b.down);
-	CU_ASSERT_EQUAL(backoff_full(&b, 0, rows * 150528, rows, 0), 1);
-	CU_ASSERT_TRUE(b.down);
-	/* with hits in 2% of the bytes, such windows keep pooling */
-	memset(&b, 0, sizeof(b));
-	events = 0;
-	for (int i = 0; i < 10 * BACKOFF_WINDOW; i++)
-		events += backoff_full(&b, 0, rows * 150528, rows, rows * 150528 / 50);
-	CU_ASSERT_EQUAL(events, 0);
-	CU_ASSERT_FALSE(b.down);
 }
 
 static void test_hits_keep_pooling(void)
@@ -159,7 +132,7 @@ static enum backoff_route t_alternate(struct backoff_kinds *t, int i)
 	enum backoff_route r = backoff_route(b, 0);
 
 	if (r == BACKOFF_FULL)
-		backoff_full(b, 0, a ? 65536 : 512, a ? 65536 : 512, 0);
+		backoff_full(b, 0, a ? 65536 : 512, 0);
 	else if (r == BACKOFF_SAMPLE)
 		backoff_sample(b, BACKOFF_SAMPLE_ROWS, a ? BACKOFF_SAMPLE_ROWS : 0, 0);
 	return r;
@@ -211,7 +184,6 @@ static const CU_TestInfo tests[] = {
 	{ "a full pool whose rows never hit stands down after one window", test_stands_down },
 	{ "a full pool that serves 2% of bytes keeps pooling", test_hits_keep_pooling },
 	{ "a few copies of big rows that never hit are judged by their bytes", test_big_rows_judged_by_bytes },
-	{ "a few copies of many rows that never hit are judged by their rows", test_many_rows_judged_by_rows },
 	{ "a stood-down pool samples one copy in N and resumes when rows repeat",
 	  test_samples_and_resumes },
 	{ "a pool that can admit again resumes at once", test_admit_again_resumes },
