@@ -587,6 +587,36 @@ static void test_doorkeeper_keeps_augmented_rows_out(void)
 }
 
 /*
+ * The doorkeeper engaged and pooling stood down with room in the pool;
+ * then the rows the pool captured before the engagement come back: the
+ * samples find them in the pool (hits, not repeats among the samples),
+ * pooling resumes, and the doorkeeper disengages, so a row never seen
+ * before is captured on first sight again.
+ */
+static void test_doorkeeper_disengages_when_pooled_rows_come_back(void)
+{
+	uint64_t captured, rows = T_FIRST_PASS / ROW + 64;
+	int pass;
+
+	doorkeeper_set_first_pass_for_tests(T_FIRST_PASS);
+	t_config((const char *[]){ "VRAMPOOL_LAYOUT", "3072", "VRAMPOOL_BUDGET", "64M",
+				   "VRAMPOOL_SLAB", "1M", NULL });
+	t_stream(1000000, (uint32_t)rows);
+	t_stream(2000000, 5000);
+	CU_ASSERT_EQUAL_FATAL(stats_get(ST_ADMIT_ENGAGEMENTS), 1);
+	CU_ASSERT_FATAL(atomic_load(&stats_global.stood_down));
+	/* the first pass's rows again: they are in the pool */
+	for (pass = 0; pass < 4 && atomic_load(&stats_global.stood_down); pass++)
+		t_stream(1000000, (uint32_t)rows);
+	CU_ASSERT_FALSE(atomic_load(&stats_global.stood_down));
+	CU_ASSERT_EQUAL(stats_get(ST_ADMIT_DISENGAGEMENTS), 1);
+	captured = stats_get(ST_ROWS_CAPTURED);
+	t_stream(3000000, 64);
+	CU_ASSERT_EQUAL(stats_get(ST_ROWS_CAPTURED), captured + 64);
+	doorkeeper_set_first_pass_for_tests(0);
+}
+
+/*
  * Copies epoch e of the samples 1..n (reshuffled: strides 1, 17, 19) in
  * copies of 64 rows; returns the host-to-device bytes.
  */
@@ -1052,6 +1082,8 @@ static const CU_TestInfo tests[] = {
 	{ "augmented rows with room in the pool are never captured after the doorkeeper engages, pooling "
 	  "stands down, and comes back capturing on first sight when rows repeat",
 	  test_doorkeeper_keeps_augmented_rows_out },
+	{ "the doorkeeper disengages when the samples find the pooled rows back",
+	  test_doorkeeper_disengages_when_pooled_rows_come_back },
 	{ "a dataset within the first pass keeps epoch 2's hits; a larger one is served from epoch 3",
 	  test_doorkeeper_spares_epoch_two },
 	{ "a dry run allocates nothing and issues no device work of its own", test_dry_run },
