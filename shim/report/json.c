@@ -269,8 +269,9 @@ int report_format_json(char *buf, size_t len, const struct stats_dump *d)
 	sbuf_json_opt(&b, d->ended_by);
 	report_json_run(&b, d);
 	if (stats_elapsed_ns(&e)) {
-		sbuf_printf(&b, ", \"elapsed_s\": %llu.%03llu", (unsigned long long)(e / 1000000000ULL),
-			    (unsigned long long)(e % 1000000000ULL / 1000000ULL));
+		/* to the microsecond: a short run (an A/B pair's off run) lasts under a millisecond */
+		sbuf_printf(&b, ", \"elapsed_s\": %llu.%06llu", (unsigned long long)(e / 1000000000ULL),
+			    (unsigned long long)(e % 1000000000ULL / 1000ULL));
 	} else {
 		sbuf_printf(&b, ", \"elapsed_s\": null");
 	}

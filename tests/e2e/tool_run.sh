@@ -189,7 +189,7 @@ check "--ab with --stats keeps both dumps, FILE.off and FILE.on" ab_files
 check "--ab exits with the first nonzero status" expect 5 'run 1 exited with status 5' \
 	"$V" run --ab -- ./copier 2 4096 5
 check "--ab reports the time of each run and their off/on ratio" \
-	expect 0 'wall time +[0-9.]+ m?s +[0-9.]+ m?s +[0-9]+\.[0-9]+$' \
+	expect 0 'wall time +[0-9.]+ [mun]?s +[0-9.]+ [mun]?s +[0-9]+\.[0-9]+$' \
 	"$V" run --ab --layout 3072 -- "$TRAINER" "${T[@]}"
 ab_first_failed() {
 	local out rc

@@ -959,10 +959,39 @@ static void test_log_line_is_one_write(void)
 	CU_ASSERT_EQUAL(n, 20 + 1024 + 18);
 }
 
+/*
+ * elapsed_s is written to the microsecond: an A/B pair's off run can last
+ * under a millisecond, and at three decimals it read 0 (the report's wall
+ * time then had no ratio). Fails with millisecond precision.
+ */
+static void test_elapsed_to_the_microsecond(void)
+{
+	struct stats_dump d = { .pid = 5, .final = 1 };
+	char *buf = NULL, *at, *dot;
+	size_t len = 0;
+	FILE *f;
+
+	stats_reset(1, "3072");
+	stats_mark_used();
+	f = open_memstream(&buf, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(report_write_json(f, &d), 0);
+	fclose(f);
+	at = strstr(buf, "\"elapsed_s\": ");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+	at += strlen("\"elapsed_s\": ");
+	dot = strchr(at, '.');
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dot);
+	CU_ASSERT_EQUAL(strspn(dot + 1, "0123456789"), 6);
+	CU_ASSERT(strtod(at, NULL) > 0 && strtod(at, NULL) < 1);
+	free(buf);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "counters add, subtract, set and reset", test_counters },
 	{ "the JSON dump parses and has every key of DESIGN.md", test_json_keys },
 	{ "a disabled run without layout dumps false and null", test_json_disabled_without_layout },
+	{ "elapsed_s is written to the microsecond", test_elapsed_to_the_microsecond },
 	{ "the layout string is escaped in the JSON", test_json_escapes_layout },
 	{ "the JSON lists at most 16 sizes, most bytes first", test_json_sizes },
 	{ "a full size table drops new sizes and keeps counting old ones", test_size_table_full },
