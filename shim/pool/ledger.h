@@ -23,14 +23,14 @@
  * can still admit rows, every row may come back, so the ledger weighs a
  * row's link time (what each repeat will save); once the pool can admit
  * no row it has not seen (full, or the doorkeeper engaged), only the hits
- * save, so it weighs the link time of the share of rows that hit. (Rows that never repeat are the back-off's
- * business, backoff.h.) A capture costs more than a hit (the index
- * insert, the what-if table, the copy into the slab) but is paid once,
- * and the row's repeats pay it back: while the pool can admit and a
- * window captured more rows than it served, the ledger weighs what every
- * later sighting of a row costs at least, its hash (the verdict says
- * "of hashing"), not the captures; once rows come back, the whole host
- * time.
+ * save, so it weighs the link time of the share of rows that hit. (Rows
+ * that never repeat are the back-off's business, backoff.h.) A capture
+ * costs more than a hit (the index insert, the what-if table, the copy
+ * into the slab) but is paid once, and the row's repeats pay it back:
+ * while the pool can admit and a window captured more rows than it
+ * served, the ledger weighs what every later sighting of a row costs at
+ * least, its hash (the verdict says "of hashing"), not the captures; once
+ * rows come back, the whole host time.
  *
  * Decisions, in numbers ("64 B rows stood aside: 150 ns of host time per
  * row to save 4 ns of link time at 16 GB/s"):
