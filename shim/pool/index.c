@@ -56,9 +56,9 @@
 #include "pool/index_room.h"
 
 #define IX_MIN_CAP 2
-static const struct fp ix_zero_key;     /* the key kept outside the table (ix->zero_val) */
-
 #define IX_LOOKAHEAD 16                 /* keys prefetched ahead in index_lookup_many */
+
+static const struct fp ix_zero_key;     /* the key kept outside the table (ix->zero_val) */
 
 /* The slot array. */
 static struct ix_slot *ix_slots(const struct index *ix)

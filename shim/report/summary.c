@@ -217,14 +217,14 @@ static int summary_ledger(struct sbuf *b)
 /*
  * Pooling stood down at some point: after how many copies, what the pool
  * could admit (nothing more, or, the doorkeeper engaged, only rows seen
- * twice) and why, as the what-if curve tells it (report_repeat_why: a budget below the unique
- * working set, or no repeat at all), unless the reason line above said it.
+ * twice) and why, as the what-if curve tells it (report_repeat_why: a
+ * budget below the unique working set, or no repeat at all), unless the
+ * reason line above said it.
  */
 static void summary_stood(struct sbuf *b, const char *reason, uint64_t copies)
 {
 	char why[REPORT_REASON_MAX / 2];
 	const char *w = report_repeat_why(why, sizeof(why));
-
 	int twice = stats_get(ST_ADMIT_ENGAGEMENTS) > stats_get(ST_ADMIT_DISENGAGEMENTS);
 
 	if (w && reason && strstr(reason, w))

@@ -490,6 +490,16 @@ static void test_summary_auto_and_stood_down(void)
 	CU_ASSERT(strstr(s, "pooling stood down") != NULL);
 	CU_ASSERT(strstr(s, "second sighting") == NULL);
 	free(s);
+	/* stood down while the doorkeeper admits only rows seen twice: the line says so */
+	stats_reset(1, "3072");
+	stats_add(ST_MATCHED_CALLS, 40);
+	stats_add(ST_STOOD_DOWN_CALLS, 30);
+	stats_add(ST_BACKOFF_EVENTS, 1);
+	stats_add(ST_ADMIT_ENGAGEMENTS, 1);
+	s = summary();
+	CU_ASSERT(strstr(s, "vrampool: pooling stood down after 10 copies (rows did not hit the pool and it "
+			 "admitted only rows seen twice; one copy in 8 sampled after)\n") != NULL);
+	free(s);
 	/* admission on evidence (issue 16): the doorkeeper says what it kept out */
 	stats_reset(1, "3072");
 	stats_add(ST_ADMIT_ENGAGEMENTS, 2);
