@@ -132,17 +132,21 @@ static int device_bridge_get(int dev, struct device_bridge **out)
 /*
  * A batch on the legacy stream, through the bridge: the bridge waits for
  * everything before it on the legacy stream, runs the batch, and the legacy
- * stream waits for the batch before anything after it. -EAGAIN: no bridge
- * now, or its first wait could not be issued: nothing enqueued. When the
- * last wait cannot be issued, the batch is waited for here instead (it ran
- * after the legacy stream's earlier work and is done before anything
- * later): 0 when that wait works, so that its bytes are never sent twice.
+ * stream waits for the bridge before anything after it, whether the batch
+ * was enqueued or not (a failed one may have enqueued part of itself, which
+ * must not land after what the program queues next). -EAGAIN: no bridge
+ * now, or its first wait could not be issued: nothing enqueued. The last
+ * record and wait are tried twice before the host waits for the bridge:
+ * the legacy stream's earlier work may be held by the caller itself (a
+ * host function waiting for it), so that wait might never return, and a
+ * failed batch is never waited for. An enqueued batch the host waited for
+ * counts as done (its bytes are never sent twice).
  */
 static int device_batch_legacy(int dev, dev_ptr *dsts, dev_ptr *srcs, uint64_t *sizes, uint64_t count,
 			       CUmemcpySrcAccessOrder order, dev_stream s)
 {
 	struct device_bridge *b;
-	int err = device_bridge_get(dev, &b), batched;
+	int err = device_bridge_get(dev, &b), ordered = 0;
 
 	if (err)
 		return err;
@@ -155,13 +159,16 @@ static int device_batch_legacy(int dev, dev_ptr *dsts, dev_ptr *srcs, uint64_t *
 		return -EAGAIN;
 	}
 	err = device_batch_ordered(dsts, srcs, sizes, count, b->stream, order);
-	batched = !err;
-	if (!err)
-		err = device_own(drv.event_record(b->out, b->stream));
-	if (!err)
-		err = device_own(drv.stream_wait_event((CUstream)s, b->out, 0));
-	if (err && device_own(drv.stream_synchronize(b->stream)) == 0 && batched)
-		err = 0;        /* done, and in order: nothing to send again */
+	for (int tries = 0; tries < 2; tries++) {
+		ordered = device_own(drv.event_record(b->out, b->stream));
+		if (!ordered)
+			ordered = device_own(drv.stream_wait_event((CUstream)s, b->out, 0));
+		if (!ordered)
+			break;
+	}
+	/* Last resort, for an enqueued batch only: wait for it here. */
+	if (ordered && !err && device_own(drv.stream_synchronize(b->stream)) != 0)
+		err = ordered;
 	pthread_mutex_unlock(&b->lock);
 	return err;
 }

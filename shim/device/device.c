@@ -106,6 +106,7 @@ static void device_load(void)
 	/* Optional: without it every run of rows is its own copy. */
 	*(void **)&drv.memcpy_batch_async = dlreal_sym(h, "cuMemcpyBatchAsync_v2");
 	*(void **)&drv.exchange_capture_mode = dlreal_sym(h, "cuThreadExchangeStreamCaptureMode");
+	*(void **)&drv.capture_info = dlreal_sym(h, "cuStreamGetCaptureInfo_v3");
 	*(void **)&drv.ctx_push = dlreal_sym(h, "cuCtxPushCurrent_v2");
 	*(void **)&drv.ctx_pop = dlreal_sym(h, "cuCtxPopCurrent_v2");
 	*(void **)&drv.ctx_get_id = dlreal_sym(h, "cuCtxGetId");
@@ -358,6 +359,33 @@ int device_context_id(uint64_t *id)
 	return 0;
 }
 
+int device_primary_id(int dev, uint64_t *id)
+{
+	CUcontext prim = NULL;
+	unsigned long long v = 0;
+	unsigned int flags = 0;
+	int active = 0;
+	CUresult r;
+
+	*id = 0;
+	if (!drv.ctx_get_id || !drv.primary_ctx_get_state || !drv.primary_ctx_release)
+		return -ENOSYS;
+	if (dev < 0 || dev >= DEVICE_MAX ||
+	    drv.primary_ctx_get_state((CUdevice)dev, &flags, &active) != CUDA_SUCCESS)
+		return -EIO;
+	if (!active)
+		return -ENODEV;
+	/* Active: the retain makes nothing, and is given back at once. */
+	if (drv.primary_ctx_retain(&prim, (CUdevice)dev) != CUDA_SUCCESS)
+		return -EIO;
+	r = drv.ctx_get_id(prim, &v);
+	drv.primary_ctx_release((CUdevice)dev);
+	if (r != CUDA_SUCCESS)
+		return -EIO;
+	*id = v;
+	return 0;
+}
+
 int device_is_capturing(dev_stream s, int *capturing)
 {
 	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -367,6 +395,23 @@ int device_is_capturing(dev_stream s, int *capturing)
 	 * capture, for instance) is treated as capturing: stand aside. */
 	*capturing = r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
 	return r == CUDA_SUCCESS ? 0 : -EIO;
+}
+
+int device_capture_graph(dev_stream s, void **graph)
+{
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	cuuint64_t id = 0;
+	CUgraph g = NULL;
+
+	*graph = NULL;
+	if (!drv.capture_info)
+		return -ENOSYS;
+	if (drv.capture_info((CUstream)s, &st, &id, &g, NULL, NULL, NULL) != CUDA_SUCCESS)
+		return -EIO;
+	if (st != CU_STREAM_CAPTURE_STATUS_ACTIVE || !g)
+		return -ENOENT;
+	*graph = g;
+	return 0;
 }
 
 /*

@@ -106,6 +106,21 @@ int device_current_primary(int *ordinal);
 int device_context_id(uint64_t *id);
 
 /*
+ * Returns 0 and the id of device dev's primary context, from any thread:
+ * -ENODEV when it is inactive (reset, and not made again yet), -ENOSYS
+ * without the queries, -EIO when one failed (the answer is unknown). Makes
+ * no context. Not counted.
+ */
+int device_primary_id(int dev, uint64_t *id);
+
+/*
+ * Returns 0 and the graph stream s is being captured into, -ENOENT when
+ * it is not capturing, -ENOSYS without the query (CUDA 12.3+), -EIO when
+ * it failed. Not counted.
+ */
+int device_capture_graph(dev_stream s, void **graph);
+
+/*
  * After a reset of device dev: forgets the handles made in its old context
  * (the legacy-stream bridge, the gather kernel's module and its verdict), so
  * that the next use makes them again in the new one. pool_get calls it when

@@ -64,6 +64,7 @@ struct device_driver {
 	__typeof__(cuCtxSynchronize) *ctx_synchronize;
 	__typeof__(cuDevicePrimaryCtxRetain) *primary_ctx_retain;
 	__typeof__(cuStreamIsCapturing) *stream_is_capturing;
+	__typeof__(cuStreamGetCaptureInfo) *capture_info;       /* device_capture_graph; may be NULL */
 	__typeof__(cuMemAlloc_v2) *mem_alloc;
 	__typeof__(cuMemFree_v2) *mem_free;
 	__typeof__(cuMemGetInfo_v2) *mem_get_info;

@@ -13,9 +13,7 @@ static void vp_clear_runtime_error(void)
 		VP_R(cudaGetLastError)();
 }
 
-/* What a hook's library says: its return type, its out-of-memory code, its error callback. */
-#define VP_RET_RT cudaError_t
-#define VP_RET_DRV CUresult
+/* What a hook's library says: its out-of-memory code, its error callback (its type: table.h). */
 #define VP_OOM_RT cudaErrorMemoryAllocation
 #define VP_OOM_DRV CUDA_ERROR_OUT_OF_MEMORY
 #define VP_CLEAR_RT vp_clear_runtime_error

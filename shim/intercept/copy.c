@@ -120,6 +120,9 @@ static void vp_describe(struct vp_call *c, enum vp_fn fn, int pt, enum classify_
 		     fn == VP_DRV_COPY || fn == VP_DRV_2D || fn == VP_DRV_2DU;
 	c->cc.per_thread = pt;
 	c->cc.driver = fn >= VP_DRV_HTOD;
+	c->cc.host_dst = fn >= VP_DRV_HTOD ? fn == VP_DRV_COPY || fn == VP_DRV_COPY_ASYNC
+					   : c->kind == cudaMemcpyDeviceToHost || c->kind == cudaMemcpyHostToHost ||
+					     c->kind == cudaMemcpyDefault;
 	c->cc.forward = vp_forward;
 	c->cc.h2d = vp_h2d;
 	c->cc.h2d_sync = vp_h2d_sync;
@@ -199,8 +202,10 @@ static int vp_rt_2d(enum vp_fn fn, int pt, void *dst, size_t dpitch, const void 
 	c.cc.n = width * height;
 	if (height <= 1 || (dpitch == width && spitch == width))
 		VP_DOWN(calls_copy(&c.cc), vp_forward(&c));
-	if (c.cc.dir != CL_DIR_H2D)
-		return vp_forward(&c);
+	if (c.cc.dir != CL_DIR_H2D) {
+		c.cc.n = 0;     /* its rows are not one range (calls_copy_other) */
+		VP_DOWN(calls_copy_other(&c.cc), vp_forward(&c));
+	}
 	VP_DOWN(calls_copy_unpooled(&c.cc), vp_forward(&c));
 }
 
@@ -381,6 +386,16 @@ VP_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, C
 		      vp_drv_copy(VP_DRV_COPY_ASYNC, 1, dst, (const void *)(uintptr_t)src, n, stream, CL_DIR_INFER));
 }
 
+/* A driver 2D copy that is not host-to-device: forwarded, noted when it writes host memory. */
+static int vp_drv_2d_other(struct vp_call *c)
+{
+	const CUDA_MEMCPY2D *p = c->p2d;
+
+	c->cc.host_dst = p->dstMemoryType == CU_MEMORYTYPE_HOST || p->dstMemoryType == CU_MEMORYTYPE_UNIFIED;
+	c->cc.dst = p->dstMemoryType == CU_MEMORYTYPE_HOST ? p->dstHost : (void *)(uintptr_t)p->dstDevice;
+	VP_DOWN(calls_copy_other(&c->cc), vp_forward(c));
+}
+
 /*
  * A driver 2D copy: host (or unified host) to device (or unified device)
  * with pitches equal to the width (or one row) is one contiguous copy.
@@ -396,13 +411,14 @@ static int vp_drv_2d(enum vp_fn fn, int pt, const CUDA_MEMCPY2D *p, CUstream str
 	vp_describe(&c, fn, pt, CL_DIR_OTHER);
 	if (!p)
 		return vp_forward(&c);
+	c.cc.host_dst = p->dstMemoryType == CU_MEMORYTYPE_UNIFIED;
 	if (p->srcMemoryType == CU_MEMORYTYPE_HOST && p->dstMemoryType == CU_MEMORYTYPE_DEVICE)
 		dir = CL_DIR_H2D;
 	else if ((p->srcMemoryType == CU_MEMORYTYPE_HOST || p->srcMemoryType == CU_MEMORYTYPE_UNIFIED) &&
 		 (p->dstMemoryType == CU_MEMORYTYPE_DEVICE || p->dstMemoryType == CU_MEMORYTYPE_UNIFIED))
 		dir = CL_DIR_INFER;
 	else
-		return vp_forward(&c);
+		return vp_drv_2d_other(&c);
 	if (p->WidthInBytes && p->Height > SIZE_MAX / p->WidthInBytes)
 		return vp_forward(&c);
 	src = p->srcMemoryType == CU_MEMORYTYPE_HOST ? (const char *)p->srcHost

@@ -81,6 +81,22 @@ CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t
 				    CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
 				    CUstream stream);
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream stream);
+cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t s, cudaHostFn_t fn, void *arg);
+cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t s, cudaStreamCallback_t cb, void *arg, unsigned int flags);
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t g, cudaStream_t s);
+CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *arg);
+CUresult cuStreamAddCallback_ptsz(CUstream s, CUstreamCallback cb, void *arg, unsigned int flags);
+CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s);
+CUresult cuMemcpyDtoHAsync_v2_ptsz(void *d, CUdeviceptr src, size_t n, CUstream s);
+cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t s, enum cudaStreamCaptureMode mode);
+cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t *deps,
+					       const cudaGraphEdgeData *edges, size_t n,
+					       enum cudaStreamCaptureMode mode);
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode);
+CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edges,
+					  size_t n, CUstreamCaptureMode mode);
+cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *x, cudaGraph_t g, cudaGraphInstantiateParams *p);
+CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *x, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p);
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream stream);
 
 /* Any function pointer, as the table keeps them. */
@@ -131,9 +147,11 @@ extern const struct vp_entry vp_entries[VP_NENTRIES] VP_HIDDEN;
  */
 extern __thread int vp_inside VP_HIDDEN __attribute__((tls_model("local-dynamic")));
 
-/* What a call answers when its real function cannot be found. */
+/* What a call answers when its real function cannot be found; the type a hook of each library returns. */
 #define VP_NO_RT cudaErrorInitializationError
 #define VP_NO_DRV CUDA_ERROR_NOT_INITIALIZED
+#define VP_RET_RT cudaError_t
+#define VP_RET_DRV CUresult
 
 /* Loads a real pointer (the table's pointers are written by the resolver while others read). */
 #define VP_R(name) atomic_load_explicit(&real_##name, memory_order_acquire)

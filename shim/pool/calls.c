@@ -2,6 +2,7 @@
  * calls: the fate of each copy and allocation the program makes, decided
  * below the hooks (STYLE.md 1). calls.h states the rules.
  */
+#include <errno.h>
 #include <stdatomic.h>
 
 #include "core/log.h"
@@ -12,6 +13,8 @@
 #include "pool/calls.h"
 #include "pool/classify.h"
 #include "pool/fingerprint.h"
+#include "pool/graphs.h"
+#include "pool/hazard.h"
 #include "pool/ledger.h"
 #include "pool/pool.h"
 #include "pool/specpick.h"
@@ -135,6 +138,47 @@ static void calls_count(uint64_t n, int driver, enum classify_reason reason)
 	pace_note(n);   /* issue 19: the program's pace, every copy in every mode (core/pace.h) */
 }
 
+/*
+ * A copy captured into a graph moves its bytes at each launch of the
+ * graph, not now, as the device counts it: it is counted at each launch
+ * (calls_graph_launch) when its graph is known. Returns 1 when its bytes
+ * went to the graph's, 0 when it is to be counted now.
+ */
+static int calls_graph_captured(dev_stream ds, uint64_t n)
+{
+	void *graph;
+
+	return device_capture_graph(ds, &graph) == 0 && graphs_add(graph, n) == 0;
+}
+
+/* Set once the program began a stream capture (calls_capture_begun). */
+static _Atomic int calls_captures;
+
+/*
+ * Whether copy c, passing through for reason out->reason, went into a
+ * graph (calls_graph_captured). A copy the pool never asked about (off, no
+ * layout, no match) is asked once the program has begun a capture, so
+ * that a run that is off counts graphs as one that is on.
+ */
+static int calls_graph_passthrough(const struct copy_call *c, const struct classify_out *out)
+{
+	dev_stream ds;
+
+	if (out->reason == CL_CAPTURING)
+		return calls_graph_captured(out->ds, c->n);
+	if (c->sync || !atomic_load_explicit(&calls_captures, memory_order_relaxed) ||
+	    (out->reason != CL_OFF && out->reason != CL_NO_LAYOUT && out->reason != CL_NO_MATCH) ||
+	    device_open())
+		return 0;
+	ds = c->per_thread && c->stream == NULL ? DEV_STREAM_PER_THREAD : c->stream;
+	return calls_graph_captured(ds, c->n);
+}
+
+void calls_capture_begun(void)
+{
+	atomic_store_explicit(&calls_captures, 1, memory_order_relaxed);
+}
+
 /* Whether p is host memory (pageable or pinned). */
 static int calls_host_memory(const void *p)
 {
@@ -222,6 +266,62 @@ static int calls_aside(struct copy_call *c, const struct layout *l, int *err)
 	return 1;
 }
 
+void calls_host_write(dev_stream stream, int per_thread, const void *dst, uint64_t n)
+{
+	const struct config *c = calls_cfg;
+
+	if (!c || c->off || c->invalid || c->dry)
+		return;
+	hazard_note(per_thread && stream == NULL ? DEV_STREAM_PER_THREAD : stream, dst, n);
+}
+
+void calls_host_work(dev_stream stream, int per_thread)
+{
+	calls_host_write(stream, per_thread, NULL, 0);
+}
+
+void calls_graph_launch(const void *exec, dev_stream stream, int per_thread)
+{
+	uint64_t bytes = graphs_bytes(exec);
+
+	calls_host_work(stream, per_thread);    /* a graph may hold host nodes: any */
+	if (bytes) {
+		/* its captured copies, as one host-to-device copy that went untouched */
+		pace_begin();
+		calls_count(bytes, 0, CL_CAPTURING);
+	}
+}
+
+void calls_graph_exec(const void *exec, const void *graph)
+{
+	if (exec)
+		graphs_copy(exec, graph);
+}
+
+void calls_graph_gone(const void *h)
+{
+	graphs_forget(h);
+}
+
+/*
+ * An asynchronous copy into page-locked host memory is written in stream
+ * order (pageable memory is written before the call returns): noted. A
+ * destination that cannot be asked counts as pinned.
+ */
+int calls_copy_other(struct copy_call *c)
+{
+	enum dev_mem kind;
+	int err = c->forward(c->arg), ord;
+
+	if (err || !c->host_dst || c->sync)
+		return err;
+	if (!device_open() && !device_classify(c->dst, &kind, &ord, NULL) && kind != DEV_MEM_HOST)
+		return err;
+	/* n 0: the bytes written are not one range (a strided 2D copy): any */
+	calls_host_write(c->stream, c->per_thread, c->n ? c->dst : NULL, c->n);
+	return err;
+}
+
 int calls_copy(struct copy_call *c)
 {
 	struct classify_in in = {
@@ -249,12 +349,17 @@ int calls_copy(struct copy_call *c)
 			h2d = classify_copy(&in, &out);
 	}
 	if (!h2d)
-		return c->forward(c->arg);
+		return calls_copy_other(c);
 	if (out.reason != CL_POOL)
 		goto passthrough;
 	/* Several specs divide the size: the content says which one cuts it. */
 	pick = specpick_choose(in.layout, c->n, c->src, &out.hit);
-	device_context_id(&ctx_id);
+	/* Without the id a reset could go unseen, and freed slabs be served:
+	 * a failed query passes the copy (a driver without it has no id). */
+	if (device_context_id(&ctx_id) == -EIO) {
+		out.reason = CL_NO_CONTEXT;
+		goto passthrough;
+	}
 	p = pool_get(out.dev, ctx_id);
 	if (!p)
 		goto passthrough;
@@ -274,7 +379,7 @@ int calls_copy(struct copy_call *c)
 
 passthrough:
 	err = c->forward(c->arg);
-	if (err == 0)
+	if (err == 0 && !calls_graph_passthrough(c, &out))
 		calls_count(c->n, c->driver, out.reason);
 	return err;
 }
@@ -399,6 +504,8 @@ void calls_atfork_child(void)
 	const struct config *c = calls_cfg;
 
 	pool_atfork_child();
+	hazard_atfork_child();
+	graphs_atfork_child();
 	device_atfork_child();
 	/* Issue 17, item F: a child that has no layout yet looks afresh, with a
 	 * new lock (a thread of the parent may have held the finder's). */

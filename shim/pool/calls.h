@@ -54,6 +54,10 @@ struct copy_call {
 	int sync;               /* a synchronous entry point (cudaMemcpy, cuMemcpyHtoD) */
 	int per_thread;         /* a _ptds/_ptsz entry point */
 	int driver;             /* a driver entry point (cu*): counted as such */
+	/* The destination may be host memory (a device-to-host, host-to-host
+	 * or unified copy): asynchronous into pinned memory, it is written in
+	 * stream order (calls_host_work). */
+	int host_dst;
 	/* The program's call exactly as it made it. Returns its status (0: success). */
 	int (*forward)(void *arg);
 	/*
@@ -149,5 +153,40 @@ void calls_setup(const struct config *c);
  * are made anew. Call it before report_atfork_child.
  */
 void calls_atfork_child(void);
+
+/*
+ * A copy the pool does not take (not host-to-device): forwarded; when it
+ * may write host memory after it returned (host_dst, asynchronous, the
+ * destination page-locked), its stream is noted as calls_host_work does,
+ * for bytes [dst, dst + n) (n 0: any, a strided copy's).
+ * Returns exactly what the program's plain call returns.
+ */
+int calls_copy_other(struct copy_call *c);
+
+/*
+ * The program queued work on stream (as it passed it; per_thread for a
+ * _ptsz entry) that may write host memory after the call returned: a host
+ * function or callback, a graph launch, an asynchronous copy to the host.
+ * Rows of pinned sources are not served on busy streams until it has run
+ * (hazard.h). Nothing in a run that cannot pool (off, invalid, dry).
+ */
+void calls_host_work(dev_stream stream, int per_thread);
+
+/* calls_host_work of a copy that writes bytes [dst, dst + n) of host memory only (dst NULL: any). */
+void calls_host_write(dev_stream stream, int per_thread, const void *dst, uint64_t n);
+
+/*
+ * The program's graph work (graphs.h). A launch of exec on stream is
+ * counted as one host-to-device copy of its captured copies' bytes, left
+ * untouched (copies.graph_capture; none when it has none), and is host
+ * work (calls_host_work). The executable exec was made or
+ * updated from graph. A graph or executable handle was destroyed.
+ */
+void calls_graph_launch(const void *exec, dev_stream stream, int per_thread);
+void calls_graph_exec(const void *exec, const void *graph);
+void calls_graph_gone(const void *h);
+
+/* The program began capturing a stream into a graph: from now on copies that pass through are asked whether they went into one. */
+void calls_capture_begun(void);
 
 #endif

@@ -57,12 +57,29 @@ static int classify_inferred_h2d(const struct classify_in *in)
 	       !classify_query(in->src, &skind, &sdev, NULL) && classify_is_host(skind);
 }
 
+/*
+ * Whether a source that starts in pinned memory (its range ending at send,
+ * 0 when the driver does not say) is pinned to its last byte. The runtime
+ * stages a source that runs past its page-locked range as pageable memory,
+ * during the call; the pool must read it as the runtime does.
+ */
+static int classify_pinned_to_end(const struct classify_in *in, uint64_t send)
+{
+	uint64_t end = (uint64_t)(uintptr_t)in->src + in->n;
+	enum dev_mem k;
+	int d;
+
+	if (send)
+		return end <= send && end >= in->n;
+	return !classify_query((const unsigned char *)in->src + in->n - 1, &k, &d, NULL) && k == DEV_MEM_HOST;
+}
+
 int classify_copy(const struct classify_in *in, struct classify_out *out)
 {
 	enum dev_mem dkind = DEV_MEM_UNREGISTERED, skind = DEV_MEM_UNREGISTERED;
 	int ddev = -1, sdev = -1, cur = -1, capturing = 0, matched;
 	struct layout_hit hit = { 0 };
-	uint64_t dend = 0;
+	uint64_t dend = 0, send = 0;
 	dev_stream ds;
 
 	if (in->dir == CL_DIR_OTHER)
@@ -92,7 +109,7 @@ int classify_copy(const struct classify_in *in, struct classify_out *out)
 		/* Managed memory is the device's, as CUDA counts it. */
 		if (dkind != DEV_MEM_DEVICE && dkind != DEV_MEM_MANAGED)
 			return 0;
-		if (!in->src || classify_query(in->src, &skind, &sdev, NULL) || !classify_is_host(skind))
+		if (!in->src || classify_query(in->src, &skind, &sdev, &send) || !classify_is_host(skind))
 			return 0;
 		if (!matched) {
 			out->reason = classify_unmatched(in);
@@ -115,7 +132,7 @@ int classify_copy(const struct classify_in *in, struct classify_out *out)
 	/* The pool reads the source on the host: it must be host memory. A
 	 * wrong kind or pointer is the runtime's to refuse, not ours to fault on. */
 	if (in->dir == CL_DIR_H2D &&
-	    (!in->src || classify_query(in->src, &skind, &sdev, NULL) || !classify_is_host(skind))) {
+	    (!in->src || classify_query(in->src, &skind, &sdev, &send) || !classify_is_host(skind))) {
 		out->reason = CL_SRC_NOT_HOST;
 		return 1;
 	}
@@ -128,13 +145,14 @@ int classify_copy(const struct classify_in *in, struct classify_out *out)
 	device_is_capturing(ds, &capturing);
 	if (capturing) {
 		out->reason = CL_CAPTURING;
+		out->ds = ds;   /* its graph is asked for (pool/graphs.h) */
 		return 1;
 	}
 	out->reason = CL_POOL;
 	out->hit = hit;
 	out->dev = ddev;
 	out->ds = ds;
-	out->src_pinned = skind == DEV_MEM_HOST;
+	out->src_pinned = skind == DEV_MEM_HOST && classify_pinned_to_end(in, send);
 	/* A pinned source is read when the copy runs: captured rows may need
 	 * the check then (pool_issue asks whether work is queued ahead, only
 	 * for copies that capture). A pageable source is staged during the call. */

@@ -69,7 +69,7 @@ struct classify_out {
 	enum classify_reason reason;
 	struct layout_hit hit;  /* CL_POOL: the row and priority */
 	int dev;                /* CL_POOL: the destination's device */
-	dev_stream ds;          /* CL_POOL: the stream handle the driver sees */
+	dev_stream ds;          /* CL_POOL, CL_CAPTURING: the stream handle the driver sees */
 	int src_pinned;         /* CL_POOL: the source is page-locked host memory */
 	int verify;             /* CL_POOL: the source is pinned: captured rows may need the run-time check */
 };

@@ -370,10 +370,10 @@ int pool_issue(struct pool_copy_ctx *x)
 	/*
 	 * A pinned source is read when the copy runs. On a stream with nothing
 	 * queued ahead that is now, before the program can change it; otherwise
-	 * the captured rows are checked in stream order. Asked before anything
-	 * of this copy is queued.
+	 * (x->queued, asked before anything of this copy was queued) the
+	 * captured rows are checked in stream order, and no row was served.
 	 */
-	check = x->r->verify && x->captures && !device_stream_idle(x->p->dev, x->r->stream);
+	check = x->r->verify && x->captures && x->queued;
 	err = pool_send_misses(x);
 	if (err)
 		return err;

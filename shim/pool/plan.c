@@ -135,6 +135,12 @@ static int pool_row_ready(struct pool *p, struct slab *s, uint64_t off, dev_stre
 		}
 		if (g->check)
 			return 0;       /* a row whose source is still to be checked is not served yet */
+		/* Waiting for a capture queued on another stream would make this
+		 * copy wait for work the program never ordered it after (which may
+		 * wait for the program): a miss. On the same stream the order is
+		 * there already; the wait keeps it when a handle was reused. */
+		if (g->stream != stream || stream == DEV_STREAM_PER_THREAD)
+			return 0;
 		if (*waited == g->ev)
 			return 1;
 		*waited = g->ev;
@@ -286,7 +292,7 @@ int pool_plan(struct pool_copy_ctx *x)
 	struct pool *p = x->p;
 	int admitting = p->state == POOL_ACTIVE && !x->r->no_admit, judged = admitting;
 	dev_event waited = NULL;
-	uint64_t i, drops = p->drops, refused = 0;
+	uint64_t i, drops = p->drops, refused = 0, withheld = 0;
 	int err = POOL_DONE;
 
 	index_lookup_many(&p->ix, x->fps, x->nrows, x->vals, x->found);
@@ -299,6 +305,10 @@ int pool_plan(struct pool_copy_ctx *x)
 		/* A check that failed while planning dropped rows found above: look again. */
 		if (x->found[i] == 1 && p->drops != drops)
 			x->found[i] = index_lookup(&p->ix, &x->fps[i], &x->vals[i]) == 0;
+		if (x->found[i] == 1 && x->queued) {
+			withheld++;
+			continue;       /* its source may change before the copy reads it (pool_impl.h) */
+		}
 		if (x->found[i] == 1) {
 			uint32_t id = slab_val_id(x->vals[i]);
 			uint64_t off = slab_val_off(x->vals[i]);
@@ -351,6 +361,12 @@ int pool_plan(struct pool_copy_ctx *x)
 		x->hits = x->captures = 0;
 	}
 	x->misses = x->nrows - x->hits;
+	if (withheld && !p->told_queued) {
+		p->told_queued = 1;
+		log_verbose("pooled rows of a pinned source were sent host-to-device: work queued ahead of "
+			    "the copy (a host function, a graph, a copy to pinned memory) may change the "
+			    "source before the copy reads it");
+	}
 	if (judged && !err)
 		pool_admission(p, x, refused);
 	if (x->hits || x->captures)

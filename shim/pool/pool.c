@@ -23,6 +23,7 @@
 #include "core/log.h"
 #include "pool/doorkeeper.h"
 #include "pool/evict.h"
+#include "pool/hazard.h"
 #include "pool/issue.h"
 #include "pool/pincheck.h"
 #include "pool/plan.h"
@@ -117,6 +118,7 @@ static void pool_publish(struct pool_copy_ctx *x, int ok)
 
 			if (ev && device_event_record(ev, x->r->stream) == 0) {
 				g->ev = ev;
+				g->stream = x->r->stream;
 				g->state = SEG_RECORDED;
 				if (x->check) {
 					g->check = x->check;
@@ -256,6 +258,8 @@ static int pool_copy_full(struct pool_copy_ctx *x, struct backoff *b)
 	const struct pool_request *r = x->r;
 	int err, can_admit, event;
 
+	/* the table first: without noted work no driver query is made */
+	x->queued = r->verify && hazard_pending(r->src, r->n) && !device_stream_idle(p->dev, r->stream);
 	pool_fingerprint(x);
 	pthread_rwlock_rdlock(&p->evict_lock);
 	pthread_mutex_lock(&p->mu);

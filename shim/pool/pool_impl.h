@@ -76,6 +76,7 @@ struct pool {
 	int dev;
 	uint64_t ctx_id;        /* the context the slabs live in */
 	int retired;            /* the device was reset: this pool is not used again */
+	int told_queued;        /* the verbose log said rows of a pinned source were withheld (plan.c) */
 	pthread_mutex_t mu;
 	pthread_rwlock_t evict_lock;
 	struct index ix;
@@ -131,6 +132,17 @@ struct pool_copy_ctx {
 	int send_sync;          /* deliver with the synchronous entry (the copy's last operation) */
 	int64_t open_slab, open_seg;
 	struct pincheck *check;
+	/*
+	 * A pinned source on a stream with work queued ahead of the copy, while
+	 * some of the program's work that may write host memory may not have
+	 * run (hazard.h: a host function, a graph, a copy to pinned memory;
+	 * or the program itself while a host function holds the stream): the
+	 * source may change before the copy reads it, so none of its rows is
+	 * served from the pool (their bytes were fingerprinted at the call);
+	 * captures are checked in stream order. Asked before anything of the
+	 * copy is queued.
+	 */
+	int queued;
 	/* The cost ledger (issue 16): a link measurement claimed for the
 	 * copy's plain send (route.h: ended right behind the send); whether
 	 * the shim's CPU time is read for this copy; the time a synchronous

@@ -110,6 +110,34 @@ struct pool *pool_get(int dev, uint64_t ctx_id)
 	return p;
 }
 
+/*
+ * Whether pool p's device was reset since its last copy (which would have
+ * retired it): its primary context is inactive, or has another id. Then
+ * its slab addresses may be the program's allocations now. 0 when the
+ * pool has no id to compare, or when the queries keep failing (asked three
+ * times): a reset the pool cannot see then is a second fault, and the
+ * program's allocation must not fail for the first.
+ */
+static int pool_reset_unseen(const struct pool *p)
+{
+	uint64_t id;
+	int err = -EIO;
+
+	if (!p->ctx_id)
+		return 0;
+	for (int tries = 0; tries < 3 && err == -EIO; tries++)
+		err = device_primary_id(p->dev, &id);
+	if (err == -ENODEV)
+		return 1;
+	if (err) {
+		if (err == -EIO)
+			log_verbose("cannot tell whether device %d was reset; its slabs are taken for its own",
+				    p->dev);
+		return 0;
+	}
+	return id != p->ctx_id;
+}
+
 /* pool_reclaim of one pool p (taken from the table, which holds it for the process). */
 static int pool_reclaim_one(struct pool *p, uint64_t need)
 {
@@ -156,8 +184,16 @@ int pool_reclaim(int dev, uint64_t need)
 
 		pthread_mutex_lock(&pool_table_lock);
 		p = pool_table[d];
+		r = p ? pool_reset_unseen(p) : 0;      /* 0 or 1 */
+		if (r == 1) {
+			/* Its slabs died with the reset: nothing to give back, and
+			 * their addresses are not to be freed (the program's now). */
+			pool_retire(p);
+			device_forget(d);
+			pool_table[d] = NULL;
+		}
 		pthread_mutex_unlock(&pool_table_lock);
-		if (!p)
+		if (!p || r)
 			continue;
 		r = pool_reclaim_one(p, need);
 		if (r < 0)
@@ -214,8 +250,9 @@ void pool_shutdown(void)
 {
 	pthread_mutex_lock(&pool_table_lock);
 	for (int i = 0; i < POOL_MAX_DEVICES; i++) {
+		/* After a reset no copy saw, its slab addresses are not its own. */
 		if (pool_table[i])
-			pool_free(pool_table[i], 1);
+			pool_free(pool_table[i], !pool_reset_unseen(pool_table[i]));
 		pool_table[i] = NULL;
 	}
 	pthread_mutex_unlock(&pool_table_lock);

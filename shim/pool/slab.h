@@ -44,6 +44,7 @@ struct seg {
 	uint32_t n;             /* rows */
 	uint8_t state;          /* enum seg_state */
 	dev_event ev;           /* RECORDED: the event behind the capture */
+	dev_stream stream;      /* RECORDED: the stream it was recorded on */
 	struct pincheck *check; /* the run-time check of a pinned source, or NULL */
 };
 

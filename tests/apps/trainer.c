@@ -174,6 +174,7 @@ struct trainer {
 	unsigned nstreams;
 	unsigned nthreads;
 	int sync;
+	int hostfn;
 	enum cudaMemcpyKind h2d_kind;
 	enum cudaMemcpyKind d2h_kind;
 	unsigned dup_pct;
@@ -216,7 +217,7 @@ static const char trainer_usage_line[] =
 	"usage: trainer [--samples N] [--row R] [--batch B] [--epochs E]\n"
 	"               [--pinned|--pageable] [--seed S] [--ring D]\n"
 	"               [--stream legacy|ptds|nonblocking|multi|threads]\n"
-	"               [--streams K] [--threads T] [--sync]\n"
+	"               [--streams K] [--threads T] [--sync] [--hostfn]\n"
 	"               [--copy-api explicit|memcpy-default|memcpy2d|driver|\n"
 	"                           driver-sync|driver-getproc|driver-entrypoint]\n"
 	"               [--dup PCT] [--mask-row BYTES] [--augment E]\n"
@@ -245,6 +246,8 @@ static const char trainer_help_text[] =
 	"  --threads T     host threads for --stream threads (2)\n"
 	"  --sync          cudaMemcpy instead of cudaMemcpyAsync (modes legacy, ptds,\n"
 	"                  threads; each worker then uses the default stream)\n"
+	"  --hostfn        a host function (it does nothing) queued on the stream\n"
+	"                  before each batch's uploads\n"
 	"  --copy-api A    how the host-to-device copies are made:\n"
 	"                  explicit (default): cudaMemcpy[Async], explicit kinds\n"
 	"                  memcpy-default: the same with cudaMemcpyDefault\n"
@@ -370,7 +373,7 @@ static int trainer_parse_size(const char *s, const char **stop, size_t *out)
 enum trainer_option {
 	OPT_STREAM = LOADER_OPT_NEXT, OPT_STREAMS, OPT_THREADS, OPT_SYNC,
 	OPT_COPY_API, OPT_DUP, OPT_PARTIAL, OPT_DROP_LAST, OPT_ALLOC_MID,
-	OPT_ALLOC_API, OPT_DEVICE, OPT_MASK_ROW, OPT_AUGMENT, OPT_BUFFERS,
+	OPT_ALLOC_API, OPT_DEVICE, OPT_MASK_ROW, OPT_AUGMENT, OPT_BUFFERS, OPT_HOSTFN,
 };
 
 static const struct option trainer_options[] = {
@@ -379,6 +382,7 @@ static const struct option trainer_options[] = {
 	{ "streams", required_argument, NULL, OPT_STREAMS },
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "sync", no_argument, NULL, OPT_SYNC },
+	{ "hostfn", no_argument, NULL, OPT_HOSTFN },
 	{ "copy-api", required_argument, NULL, OPT_COPY_API },
 	{ "dup", required_argument, NULL, OPT_DUP },
 	{ "mask-row", required_argument, NULL, OPT_MASK_ROW },
@@ -458,6 +462,7 @@ static int trainer_parse_option(void *ctx, int opt, const char *arg)
 		LOADER_NUMBER(OPT_STREAMS, 1, 256, t->nstreams),
 		LOADER_NUMBER(OPT_THREADS, 1, 256, t->nthreads),
 		LOADER_FLAG(OPT_SYNC, t->sync, 1),
+		LOADER_FLAG(OPT_HOSTFN, t->hostfn, 1),
 		LOADER_NUMBER(OPT_MASK_ROW, 0, 1ULL << 32, t->mask_row),
 		LOADER_NUMBER(OPT_AUGMENT, 0, 1000000, t->augment),
 		LOADER_WORDS(OPT_BUFFERS, buffers, t->buffers),
@@ -923,6 +928,12 @@ static enum trainer_status trainer_copy(struct trainer *t, void *dst,
 	return status;
 }
 
+/* --hostfn's host function: queued ahead of a batch's uploads, it does nothing. */
+static void CUDART_CB trainer_nothing(void *arg)
+{
+	(void)arg;
+}
+
 /*
  * Issues one host-to-device copy of count samples of stride bytes each,
  * through the run's --copy-api route, on stream (the per-thread stream as
@@ -1081,6 +1092,8 @@ static enum trainer_status trainer_worker_batch(struct trainer_worker *w,
 		if (t->mask_row)
 			memcpy(d->expect_masks, s->masks, count * t->mask_row);
 	}
+	if (t->hostfn && !t->sync)
+		TRAINER_CHECK(status, cudaLaunchHostFunc(stream, trainer_nothing, NULL), out);
 	status = trainer_upload(t, d->data, s->data, t->shape.row, count, stream,
 				"batch data");
 	if (status)

@@ -6,13 +6,13 @@
 # at once) is made to fail (FAKECUDA_FAIL) at its call #1, #2, #3 and from
 # call #2 on, in each shape of trainer run that reaches it:
 #   pool   hits and captures on the legacy stream from a pinned source
-#          (events, the gather kernel and its self-test, the pinned-source
-#          check);
+#          (events, the gather kernel and its self-test);
 #   sync   synchronous copies (cudaMemcpy: the pool's own waiting);
 #   oom    memory pressure (a mid-run allocation that fits only if the
 #          pool frees slabs).
 # Calls these shapes do not reach are swept in the contexts that do (a
-# non-blocking stream, the kernel missing, a companion fault that opens a
+# host function ahead of each batch on a non-blocking stream: the
+# pinned-source check; the kernel missing; a companion fault that opens a
 # failure path) or listed as unreachable with the reason. A call the
 # reference run makes once is failed at #1 and from #1 on (for good).
 #
@@ -49,7 +49,9 @@ trainer() {
 		envs+=(VRAMPOOL_BUDGET=64M VRAMPOOL_SLAB=1M) ;;
 	sync)   args="--samples 240 --row $ROW --batch 24 --epochs 3 --sync"
 		envs+=(VRAMPOOL_BUDGET=64M VRAMPOOL_SLAB=1M) ;;
-	stream) args="--samples 240 --row $ROW --batch 24 --epochs 3 --stream nonblocking"
+	# a host function queued ahead of each batch on a non-blocking stream:
+	# whether the stream is busy is asked, and captures get the pinned-source check
+	hostfn) args="--samples 240 --row $ROW --batch 24 --epochs 3 --stream nonblocking --hostfn"
 		envs+=(VRAMPOOL_BUDGET=64M VRAMPOOL_SLAB=1M) ;;
 	oom)    args="--samples 4000 --row $ROW --batch 200 --epochs 3 --alloc-mid 52M@3"
 		envs+=(VRAMPOOL_BUDGET=40M FAKECUDA_MEM=64M) ;;
@@ -136,9 +138,10 @@ export CHECK_STATS=$ROOT/tests/e2e/check_stats.py
 
 # Calls whose number depends on timing, not on the program: the pinned-
 # source check's host function is queued only when the stream still has
-# work ahead of the copy. A planned fault of one that a run did not make
+# work ahead of the copy, and whether it has is asked only while a host
+# function of the program's may still run. A planned fault of one that a run did not make
 # often enough to fire is no failure; the runs that did reach it count.
-export FAULTS_TIMING="cuLaunchHostFunc"
+export FAULTS_TIMING="cuLaunchHostFunc cuStreamQuery"
 
 # calls NAME: "entry count" per line, the driver calls a run made.
 calls() {
@@ -154,7 +157,8 @@ DRV_CALLS=$(sed -n 's/.*\(device_sym\|dlreal_sym\)(h, .*"\(cu[A-Za-z0-9_]*\)").*
 # Calls no run can reach, with the reason.
 declare -A UNREACHABLE=(
 	[cuEventElapsedTime]="the link meter's fallback name, for a driver that predates cuEventElapsedTime_v2; the emulated device exports cuEventElapsedTime_v2, which is swept"
-	[cuDevicePrimaryCtxRelease_v2]="called only when a copy's current context is not the primary handle the pool holds (a context of the program's own, or a primary context given a new handle by a reset), to drop the retain that named the primary; the trainer shapes copy in the primary context only, and a failed release is ignored (a retain count left over)"
+	[cuStreamGetCaptureInfo_v3]="asked only for a copy on a stream being captured into a graph, to count its bytes at each launch of the graph (pool.sh's graph check); the trainer shapes capture no graph, and a failed query counts the copy when it is made, as without it"
+	[cuStreamGetFlags]="asked only for a pinned copy on an idle stream while a host function of the program's may still run elsewhere, a moment no trainer shape pins down (its host function is queued right before the copy, on the copy's own stream); a failed query takes the stream for a blocking one and asks the legacy stream too, which can only withhold hits"
 	[cuCtxSetCurrent]="the pool switches contexts only for a thread whose current context is not the device's primary one, and it works only for the calling thread's current device (a copy to another device passes through: no_context); copies in a context of the program's own pass through (no_context) before the pool works, the trainer copies in the primary context only, and no test program allocates for another device under memory pressure"
 )
 
@@ -165,7 +169,7 @@ CONTEXTS=(
 	"pool     pool   -                    -                      all"
 	"sync     sync   -                    -                      all"
 	"oom      oom    -                    -                      all"
-	"stream   stream -                    -                      cuStreamQuery cuStreamGetFlags"
+	"hostfn   hostfn -                    -                      cuLaunchHostFunc cuStreamQuery"
 	"nokernel pool   FAKECUDA_KERNEL=none -                      cuMemcpyBatchAsync_v2 cuMemcpyDtoDAsync_v2 cuStreamWaitEvent cuStreamCreate cuEventCreate cuEventRecord"
 	"nowait   sync   -                    cuStreamSynchronize@1  cuEventSynchronize cuEventDestroy_v2"
 	"nofunc   pool   -                    cuModuleGetFunction#1  cuModuleUnload"
@@ -419,3 +423,21 @@ transient() {
 	[ "$(jget "$TMP/tr-probe.json" probe.decided)" = true ]
 }
 check "a slab allocation or probe that fails once is retried and the pool then serves" transient
+
+# The legacy stream held by a host function of the program's until its
+# copy call returns: the pool's batched send through the bridge, failed or
+# left unordered, must not make the call wait for the held stream
+# (heldlegacy's watchdog ends a call that waits, exit 4).
+held_legacy() {
+	local f
+	for f in "" "cuMemcpyBatchAsync_v2#1" "cuStreamWaitEvent#2" "cuEventRecord#2"; do
+		env FAKECUDA_FAIL="$f" LD_PRELOAD="$SHIM" VRAMPOOL_LAYOUT=4096 VRAMPOOL_BUDGET=16M \
+			VRAMPOOL_SLAB=1M VRAMPOOL_QUIET=1 VRAMPOOL_STATS="$TMP/held.json" \
+			timeout 60 "$B/apps/heldlegacy" >"$TMP/held.out" 2>&1 ||
+			{ echo "FAKECUDA_FAIL=$f"; cat "$TMP/held.out"; return 1; }
+		# the fault-free run serves the held copy's pooled rows too
+		[ -n "$f" ] || [ "$(jget "$TMP/held.json" rows.hits)" -gt 64 ] ||
+			{ echo "the held copy was not pooled"; return 1; }
+	done
+}
+check "a failed batched send on a held legacy stream neither waits for it nor loses a byte" held_legacy

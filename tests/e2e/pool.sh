@@ -304,10 +304,20 @@ check "fallbacks are counted" fallbacks_counted
 
 graph_capture() {
 	VRAMPOOL_LAYOUT=$ROW VRAMPOOL_BUDGET=64M LD_PRELOAD="$SHIM" VRAMPOOL_STATS="$TMP/graph.json" \
+		FAKECUDA_REPORT="$TMP/graph.fake.json" \
 		"$B/apps/graph" >"$TMP/graph.out" 2>"$TMP/graph.err" || { cat "$TMP/graph.out" "$TMP/graph.err"; return 1; }
-	[ "$(jget "$TMP/graph.json" copies.graph_capture)" -ge 1 ]
+	# counted at each of its 4 launches, when its bytes cross, as the device counts them
+	invariants graph --expect copies.graph_capture=4 || return 1
+	# the same counts off and without a layout: every copy the device sees, once
+	local m
+	for m in off nolayout; do
+		env $([ $m = off ] && echo VRAMPOOL=off VRAMPOOL_LAYOUT=$ROW) LD_PRELOAD="$SHIM" \
+			VRAMPOOL_STATS="$TMP/graph-$m.json" FAKECUDA_REPORT="$TMP/graph-$m.fake.json" \
+			"$B/apps/graph" >"$TMP/graph-$m.out" 2>&1 || { cat "$TMP/graph-$m.out"; return 1; }
+		invariants graph-$m --calls || return 1
+	done
 }
-check "a copy captured into a graph is left alone and replays fresh bytes" graph_capture
+check "a copy captured into a graph is left alone, replays fresh bytes, and is counted at each launch, pool on or off" graph_capture
 
 off_and_on_agree() {
 	pool_run ab-off "$TRAINER" VRAMPOOL=off -- $BASE --seed 9 || return 1
@@ -376,21 +386,34 @@ telemetry() {
 }
 check "under VRAMPOOL_VERBOSE a telemetry line comes every VRAMPOOL_TELEMETRY_S of activity" telemetry
 
+# device_reset NAME [VAR=VALUE...]: the reset app; memory runs out after its last reset
 device_reset() {
-	LD_PRELOAD="$SHIM" VRAMPOOL_LAYOUT=4096 VRAMPOOL_BUDGET=16M VRAMPOOL_SLAB=1M VRAMPOOL_QUIET=1 \
-		VRAMPOOL_STATS="$TMP/reset.json" FAKECUDA_REPORT="$TMP/reset.fake.json" \
-		"$B/apps/reset" >"$TMP/reset.out" 2>&1 || { cat "$TMP/reset.out"; return 1; }
-	# both halves captured once and then served; the old slab is gone from the gauges
-	invariants reset --expect rows.captured=128 --expect rows.hits=384 --expect pool.slabs=1 \
-		--expect rows.pooled=64
+	local name=$1; shift
+	env "$@" LD_PRELOAD="$SHIM" VRAMPOOL_LAYOUT=4096 VRAMPOOL_BUDGET=16M VRAMPOOL_SLAB=1M VRAMPOOL_QUIET=1 \
+		FAKECUDA_MEM=64M VRAMPOOL_STATS="$TMP/$name.json" FAKECUDA_REPORT="$TMP/$name.fake.json" \
+		"$B/apps/reset" >"$TMP/$name.out" 2>&1 || { cat "$TMP/$name.out"; return 1; }
+	# both halves captured once and then served (less a first copy passed
+	# through without its context id); the slabs of both pools are gone from
+	# the gauges (the second retired when memory ran out)
+	local passed
+	passed=$(jget "$TMP/$name.json" copies.passthrough_reasons.no_context)
+	invariants "$name" --expect rows.captured=128 --expect rows.hits=$((384 - 64 * passed)) \
+		--expect pool.slabs=0 --expect rows.pooled=0
 }
-check "after cudaDeviceReset the pool starts over instead of serving freed slabs" device_reset
+check "after cudaDeviceReset the pool starts over instead of serving freed slabs, and frees none of them" \
+	device_reset reset
+noid_reset() {
+	device_reset reset-noid FAKECUDA_FAIL='cuCtxGetId#1' || return 1
+	[ "$(jget "$TMP/reset-noid.json" copies.passthrough_reasons.no_context)" = 1 ]
+}
+check "a context id query that fails passes the copy, so no reset goes unseen" noid_reset
 
 pinned_changed_late() {
 	LD_PRELOAD="$SHIM" VRAMPOOL_LAYOUT=4096 VRAMPOOL_BUDGET=16M VRAMPOOL_SLAB=1M VRAMPOOL_VERBOSE=1 \
 		VRAMPOOL_STATS="$TMP/pinlate.json" FAKECUDA_REPORT="$TMP/pinlate.fake.json" \
 		"$B/apps/pinlate" >"$TMP/pinlate.out" 2>&1 || { cat "$TMP/pinlate.out"; return 1; }
 	grep -q 'dropped 32 captured rows' "$TMP/pinlate.out" || return 1
+	grep -q 'pooled rows of a pinned source were sent host-to-device' "$TMP/pinlate.out" || return 1
 	invariants pinlate --min rows.hits=64
 }
-check "rows captured from a pinned source changed before the copy ran are dropped, not served" pinned_changed_late
+check "a pinned source changed before the copy ran: captures dropped, pooled rows not served behind queued work, no wait across streams" pinned_changed_late

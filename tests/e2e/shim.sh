@@ -62,9 +62,9 @@ exports_only_interposed() {
 	local got want
 	got=$(nm -D --defined-only "$SHIM" | awk '{print $3}' | sort | tr '\n' ' ')
 	# the rows of the entry table (shim/intercept/entries.h: X(name, lib) and
-	# A(X, name, ...)), dlsym, dlvsym, and the functions that set a signal's
+	# A(X, name, ...), W(X, name, ...)), dlsym, dlvsym, and the functions that set a signal's
 	# disposition (shim/intercept/signals.h)
-	want=$({ sed -n 's/^[[:space:]]*X(\([A-Za-z0-9_]*\), .*/\1/p; s/^[[:space:]]*A(X, \([A-Za-z0-9_]*\), .*/\1/p' \
+	want=$({ sed -n 's/^[[:space:]]*X(\([A-Za-z0-9_]*\), .*/\1/p; s/^[[:space:]]*[AW](X, \([A-Za-z0-9_]*\), .*/\1/p' \
 		"$ROOT/shim/intercept/entries.h"; printf '%s\n' dlsym dlvsym sigaction signal bsd_signal ssignal sysv_signal __sysv_signal sigset; } | sort | tr '\n' ' ')
 	[ "$got" = "$want" ] || { echo "exports: $got"; echo "table:   $want"; return 1; }
 	# and depends on libc, libdl and pthread only (ld.so provides __tls_get_addr)

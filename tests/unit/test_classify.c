@@ -71,6 +71,21 @@ static void test_pooled(void)
 	in.dir = CL_DIR_INFER;
 	CU_ASSERT_EQUAL(classify_copy(&in, &out), 1);
 	CU_ASSERT_EQUAL(out.reason, CL_POOL);
+	CU_ASSERT_EQUAL(out.src_pinned, 1);
+	/* the last rows of the pinned range are pinned; a source that runs past
+	 * its end is staged at the call, as pageable memory (both directions) */
+	in.dir = CL_DIR_H2D;
+	in.src = (unsigned char *)t_pinned + 4 * ROW;
+	CU_ASSERT_EQUAL(classify_copy(&in, &out), 1);
+	CU_ASSERT_EQUAL(out.src_pinned, 1);
+	in.src = (unsigned char *)t_pinned + 6 * ROW;
+	CU_ASSERT_EQUAL(classify_copy(&in, &out), 1);
+	CU_ASSERT_EQUAL(out.reason, CL_POOL);
+	CU_ASSERT_EQUAL(out.src_pinned, 0);
+	CU_ASSERT_EQUAL(out.verify, 0);
+	in.dir = CL_DIR_INFER;
+	CU_ASSERT_EQUAL(classify_copy(&in, &out), 1);
+	CU_ASSERT_EQUAL(out.src_pinned, 0);
 }
 
 static void test_streams(void)
@@ -297,7 +312,8 @@ static int t_suite_init(void)
 }
 
 static const CU_TestInfo tests[] = {
-	{ "a matched copy from host memory into device memory goes to the pool", test_pooled },
+	{ "a matched copy from host memory into device memory goes to the pool; pinned only when pinned to its end",
+	  test_pooled },
 	{ "streams map to the driver's handles and a capturing stream is left alone",
 	  test_streams },
 	{ "every copy that passes through says why", test_passthrough_reasons },
