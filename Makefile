@@ -205,6 +205,13 @@ $(B)/apps/twoctx: tests/apps/twoctx.c | $(B)/apps
 $(B)/apps/drvloader: tests/apps/drvloader.c tests/apps/lib/loader.h | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< -Wl,-z,now -pthread -ldl
 
+# early_drv: early.c linked with neither libcudart nor libcuda (it reaches
+# the driver only through dlopen + cuGetProcAddress, as drvloader does).
+APP_BIN += $(B)/apps/early_drv
+
+$(B)/apps/early_drv: tests/apps/early.c | $(B)/apps
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -DEARLY_UNLINKED -o $@ $< -ldl
+
 # reload loads, uses and unloads the runtime round after round: the program
 # links neither libcudart nor libcuda; the library it loads links libcudart.
 $(B)/apps/reload: tests/apps/reload.c tests/apps/lib/reload_work.h tests/apps/lib/loader.h $(B)/apps/libreload.so | $(B)/apps

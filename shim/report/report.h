@@ -3,7 +3,9 @@
  *
  *  - At exit: the summary on stderr (unless VRAMPOOL_QUIET) and the JSON
  *    dump (VRAMPOOL_STATS, "final": true, "ended_by": "exit"), once per
- *    process and only if it used CUDA.
+ *    process and only if it used CUDA: the intercept layer says when a
+ *    process does (report_start; intercept/life.h: from load time in a
+ *    program linked against CUDA, else at its first hooked call).
  *  - While it runs: a reporter thread, started at the first CUDA call
  *    (report_start), never in a process that does not use CUDA, with every
  *    signal blocked, wakes once soon after the start (so a job killed early
@@ -84,8 +86,9 @@
 void report_setup(const struct config *c);
 
 /*
- * The first CUDA call of the process (and of a forked child that uses
- * CUDA): starts the reporter thread and installs the signal handlers.
+ * The first CUDA call of the process (load time, for a program linked
+ * against CUDA; and of a forked child that uses CUDA): starts the
+ * reporter thread and installs the signal handlers.
  * Idempotent; after the first call one relaxed atomic load.
  */
 void report_start(void);
