@@ -283,6 +283,31 @@ signal_routes() {
 check "a handler set and SIG_DFL set back through signal, sigaction, bsd_signal, ssignal, sysv_signal, __sysv_signal or sigset: the program sees and ends as without the shim" \
 	signal_routes
 
+# A handler set to run once (SA_RESETHAND, sysv_signal): the first SIGTERM
+# runs it, the program is told SIG_DFL after, and the second SIGTERM ends
+# it by the default, as without the shim, leaving the final dump.
+oneshot_handler() {
+	local route tag rc0 rc1
+	for route in sigaction sysv_signal; do
+		tag=oneshot-$route
+		(dfl "$B/apps/oneshot" "$route") >"$TMP/$tag.0" 2>&1
+		rc0=$?
+		(dfl env VRAMPOOL_STATS="$TMP/$tag.json" VRAMPOOL_QUIET=1 LD_PRELOAD="$SHIM" \
+			"$B/apps/oneshot" "$route") >"$TMP/$tag.1" 2>&1
+		rc1=$?
+		if [ "$rc0" != 143 ] || [ "$rc1" != 143 ] || ! cmp -s "$TMP/$tag.0" "$TMP/$tag.1"; then
+			echo "== $route: exit $rc1 with the shim, $rc0 without (want 143)"
+			diff "$TMP/$tag.0" "$TMP/$tag.1"
+			return 1
+		fi
+		grep -q '^handler ran' "$TMP/$tag.1" || { cat "$TMP/$tag.1"; return 1; }
+		json_ok "$TMP/$tag.json" "d['final'] is True and d['ended_by'] == 'SIGTERM'" ||
+			{ echo "== $route: no final dump ended by SIGTERM"; return 1; }
+	done
+}
+check "a handler that runs once (SA_RESETHAND, sysv_signal): the second SIGTERM ends the job as without the shim and leaves the final dump" \
+	oneshot_handler
+
 python_keyboard_interrupt() {
 	local pid rc without
 	dfl python3 "$PYLOOP" "$CUDART" >"$TMP/py0.out" 2>"$TMP/py0.err" &
