@@ -77,6 +77,7 @@ static void report_fill(struct stats_dump *d, int final, const char *ended_by)
 	d->rank = report_cfg && report_cfg->has_rank ? report_cfg->rank : NULL;
 	d->host = report_host[0] ? report_host : NULL;
 	d->problem = report_cfg ? report_cfg->problem : NULL;
+	d->invalid = report_cfg ? report_cfg->invalid : 0;
 	d->final = final;
 	d->ended_by = ended_by;
 	d->ledger_mode = report_cfg ? (int)report_cfg->ledger : 0;

@@ -298,6 +298,12 @@ int report_format_summary(char *buf, size_t len, const struct stats_dump *d)
 		sbuf_line(&b, "vrampool: dry run (no pool of its own): %llu host-to-device copies, "
 			  "%s requested, %s crossed PCIe",
 			  (unsigned long long)calls, log_bytes(b1, sizeof(b1), req), log_bytes(b2, sizeof(b2), h2d));
+	} else if (!stats_global.enabled && d && d->problem && d->problem[0] != '\0') {
+		/* the variable's own line at load said what is wrong: named here, not repeated */
+		sbuf_line(&b, "vrampool: pass-through, pool off by a malformed %.*s%s: %llu host-to-device copies, "
+			  "%s requested, %s crossed PCIe", (int)strcspn(d->problem, "="), d->problem,
+			  d->invalid > 1 ? " (and others)" : "",
+			  (unsigned long long)calls, log_bytes(b1, sizeof(b1), req), log_bytes(b2, sizeof(b2), h2d));
 	} else if (!stats_global.enabled) {
 		sbuf_line(&b, "vrampool: pass-through, pool off: %llu host-to-device copies, "
 			  "%s requested, %s crossed PCIe",
@@ -328,11 +334,11 @@ int report_format_summary(char *buf, size_t len, const struct stats_dump *d)
 			  (unsigned long long)stats_get(ST_POOL_SLABS), stats_get(ST_POOL_SLABS) == 1 ? "" : "s", b4);
 	}
 	/* Why the pool is not serving, as the JSON says it. Without a layout
-	 * the suggestion below says it; a plain VRAMPOOL=off or a dry run the
-	 * first line. */
+	 * the suggestion below says it; VRAMPOOL=off, a dry run or a malformed
+	 * variable the first line (a malformed variable's own line at load
+	 * said what is wrong: DESIGN.md's one clear line, not repeated). */
 	reason = report_reason(d, why, sizeof(why));
-	if (reason && layout[0] != '\0' && !dry &&
-	    (stats_global.enabled || (d && d->problem && d->problem[0] != '\0')))
+	if (reason && layout[0] != '\0' && !dry && stats_global.enabled)
 		sbuf_line(&b, "vrampool: pool %s: %s", stats_state_name(stats_state()), reason);
 	/* What a spec standing aside did not look at, the curve cannot count. */
 	summary_whatif(&b, summary_ledger(&b) || stood);

@@ -27,11 +27,12 @@
  * Formats the human summary, several "vrampool: " lines, into buf
  * (NUL-terminated; cut at a line's end when too small, REPORT_SUMMARY_MAX
  * suffices):
- *  - the copies and bytes, served share;
+ *  - the copies and bytes, served share; for a pool off by a malformed
+ *    variable, its name only (its own line at load said the rest);
  *  - rows and pool, with the budget ("budget not decided" only while the
  *    probe has not run);
- *  - for a pool that is not active (or has a reason), "pool STATE: why",
- *    the same reason as the JSON's (report_reason);
+ *  - for a pool that is on but not active (or has a reason), "pool
+ *    STATE: why", the same reason as the JSON's (report_reason);
  *  - the what-if line, "a budget of X would have served Y% (Z of W
  *    matched bytes)" when a budget of X, the unique bytes seen, is more
  *    than the run's and would have served more than the run did, else
