@@ -270,6 +270,7 @@ static int config_layout(struct config *c, const char *(*get)(const char *name))
 	if (v == NULL)
 		return 0;
 	if (layout_parse(&c->layout, v, err, sizeof(err)) < 0) {
+		snprintf(c->layout_error, sizeof(c->layout_error), "%s", err);
 		snprintf(why, sizeof(why), "is not a layout: %s", err);
 		config_complain("VRAMPOOL_LAYOUT", v, why);
 		return -EINVAL;

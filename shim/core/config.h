@@ -45,6 +45,7 @@ struct config {
 	int warned_before;      /* CONFIG_WARNED was set: this job's warnings were shown already */
 	char problem[256];      /* the first malformed variable's message (the dump's "reason"), or empty */
 	int has_layout;         /* VRAMPOOL_LAYOUT set and valid */
+	char layout_error[192]; /* VRAMPOOL_LAYOUT set and rejected: the parser's reason; else empty */
 	struct layout layout;
 	enum budget_kind budget_kind;
 	uint64_t budget_bytes;  /* BUDGET_BYTES */

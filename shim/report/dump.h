@@ -17,6 +17,7 @@ struct stats_dump {
 	const char *host;       /* "host": NULL: unknown (null) */
 	const char *problem;    /* config's first malformed variable (the reason when none is set); NULL: none */
 	int invalid;            /* config's malformed variables that turned the pool off */
+	const char *layout_error; /* VRAMPOOL_LAYOUT rejected: the parser's reason; NULL or "": it was not */
 	int final;              /* "final": the exit or signal dump, not a rewrite while the job runs */
 	const char *ended_by;   /* "ended_by": "exit", "SIGINT", "SIGTERM", "SIGHUP"; NULL: running (null) */
 	/* The cost ledger (issue 16): VRAMPOOL_LEDGER and VRAMPOOL_LINK_GBPS (0: not stated). */

@@ -42,7 +42,9 @@
  *  - when pooling stood down (now, or stand_downs > 0), that rows did not
  *    repeat, "after N copies": copies.matched_calls less copies.stood_down;
  *  - without a layout, a suggestion: the evidence's (STATS_SUGGEST) when
- *    set, else from the copy sizes seen, most bytes first, at most five.
+ *    set, else from the copy sizes seen, most bytes first, at most five;
+ *    for a VRAMPOOL_LAYOUT that was rejected, that it was and why (d's
+ *    layout_error), with the sizes seen.
  * Text fields are written with control characters as '?'. d may be NULL.
  * Returns the length.
  */

@@ -86,6 +86,11 @@ bad_var() {
 	[ "$(grep -c "$var='$value'" "$TMP/$tag.err")" = 1 ] || { cat "$TMP/$tag.err"; return 1; }
 	grep -q "^vrampool: pass-through, pool off by a malformed $var: " "$TMP/$tag.err" ||
 		{ cat "$TMP/$tag.err"; return 1; }
+	# a rejected layout is said as such, never as a missing one
+	if [ "$var" = VRAMPOOL_LAYOUT ]; then
+		grep -q "^vrampool: VRAMPOOL_LAYOUT was rejected at load (bad dtype 'f8'" "$TMP/$tag.err" &&
+			! grep -q 'no VRAMPOOL_LAYOUT set' "$TMP/$tag.err" || { cat "$TMP/$tag.err"; return 1; }
+	fi
 	# malformed means pass-through: nothing served, everything counted
 	python3 "$ROOT/tests/e2e/check_stats.py" "$TMP/$tag.json" "$TMP/$tag.fake.json" --calls \
 		--expect enabled=false --expect bytes.served_from_pool=0

@@ -290,9 +290,12 @@ static void test_layout_var(void)
 	CU_ASSERT_EQUAL(c.enabled, 1);
 	CU_ASSERT_EQUAL(c.has_layout, 1);
 	CU_ASSERT_EQUAL(c.layout.rows[0], 150528);
+	CU_ASSERT_STRING_EQUAL(c.layout_error, "");
 	expect_bad(&c, "VRAMPOOL_LAYOUT", "f8:3x3", "expected u8");
 	CU_ASSERT_EQUAL(c.has_layout, 0);
 	CU_ASSERT_EQUAL(c.layout.nrows, 0);
+	/* the parser's reason is kept for the summary (a rejected layout is no missing one) */
+	CU_ASSERT(strncmp(c.layout_error, "bad dtype 'f8' in 'f8:3x3' (expected u8", 39) == 0);
 	expect_bad(&c, "VRAMPOOL_LAYOUT", "whole:1M,whole:2M", "at most one whole:MIN");
 }
 
