@@ -126,8 +126,8 @@ static int layout_parse_bytes(const char *s, const char *show, const char *what,
 	return 0;
 }
 
-/* Parses one trimmed spec of n characters into l. */
-static int layout_parse_spec(struct layout *l, const char *s, size_t n, char *err, size_t errlen)
+/* Parses one trimmed spec of n characters, the position-th of the text, into l. */
+static int layout_parse_spec(struct layout *l, const char *s, size_t n, int position, char *err, size_t errlen)
 {
 	char spec[LAYOUT_SPEC_MAX + 1];
 	char show[LAYOUT_SHOW_MAX + 8];
@@ -202,8 +202,10 @@ static int layout_parse_spec(struct layout *l, const char *s, size_t n, char *er
 	}
 	memmove(&l->rows[i + 1], &l->rows[i], (size_t)(l->nrows - i) * sizeof(l->rows[0]));
 	memmove(&l->prio[i + 1], &l->prio[i], (size_t)(l->nrows - i) * sizeof(l->prio[0]));
+	memmove(&l->pos[i + 1], &l->pos[i], (size_t)(l->nrows - i) * sizeof(l->pos[0]));
 	l->rows[i] = row;
 	l->prio[i] = (uint8_t)prio;
+	l->pos[i] = (uint8_t)position;
 	l->nrows++;
 	return 0;
 }
@@ -275,7 +277,7 @@ int layout_parse(struct layout *l, const char *text, char *err, size_t errlen)
 			rc = -EINVAL;
 			goto out_clear;
 		}
-		rc = layout_parse_spec(l, b, (size_t)(e - b), err, errlen);
+		rc = layout_parse_spec(l, b, (size_t)(e - b), nspecs - 1, err, errlen);
 		if (rc < 0) {
 			rc = -EINVAL;
 			goto out_clear;
@@ -285,6 +287,7 @@ int layout_parse(struct layout *l, const char *text, char *err, size_t errlen)
 			break;
 		p = end + 1;
 	}
+	l->user_order = 1;
 	return 0;
 
 out_clear:
@@ -317,6 +320,13 @@ uint64_t layout_match(const struct layout *l, uint64_t n)
 	struct layout_hit h;
 
 	return layout_match_hit(l, n, &h) ? h.row : 0;
+}
+
+int layout_position(const struct layout *l, int spec)
+{
+	if (!l || !l->user_order || spec < 0 || spec >= l->nrows)
+		return spec;
+	return l->pos[spec];
 }
 
 uint64_t layout_min_row(const struct layout *l)

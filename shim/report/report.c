@@ -79,6 +79,7 @@ static void report_fill(struct stats_dump *d, int final, const char *ended_by)
 	d->problem = report_cfg ? report_cfg->problem : NULL;
 	d->invalid = report_cfg ? report_cfg->invalid : 0;
 	d->layout_error = report_cfg ? report_cfg->layout_error : NULL;
+	d->layout = report_cfg && report_cfg->has_layout ? &report_cfg->layout : NULL;
 	d->final = final;
 	d->ended_by = ended_by;
 	d->ledger_mode = report_cfg ? (int)report_cfg->ledger : 0;
