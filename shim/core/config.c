@@ -1,7 +1,12 @@
 /*
  * config: the VRAMPOOL_* variables, parsed once from a getenv-like callback.
  *
- * Every parser here is strict (no sign, no spaces, no trailing junk) and
+ * One reading for every variable but the two paths: the spaces, tabs and
+ * line ends around a value are left out, a value that is empty (or only
+ * those) counts as unset, and keywords (on, off, dry, auto, force, and
+ * the layout's) are read in any case. Paths are taken as written. Inside
+ * a value every parser is strict (no sign, no spaces, no trailing junk;
+ * the layout's spaces around its commas excepted) and
  * never fatal: a bad value costs one stderr line naming the variable, the
  * value and what was expected, and leaves the default in place. A variable
  * that decides what the pool does then turns the pool off for the run; a
@@ -26,6 +31,8 @@
 #define TIB (1024ULL * GIB)
 
 #define CONFIG_SHOW_MAX 64	/* longest value quoted in an error line */
+#define CONFIG_VALUE_MAX 4096	/* longest value trimmed (config_get) */
+#define CONFIG_SPACE " \t\r\n\v\f"	/* what config_get trims around a value */
 #define CONFIG_ENV_NAME_MAX 255	/* longest NAME of %q{NAME} */
 
 /*
@@ -150,12 +157,39 @@ static int config_parse_share(const char *s, double *out)
 	return 0;
 }
 
-/* Returns the variable's value, or NULL when unset or empty. */
-static const char *config_get(const char *(*get)(const char *name), const char *name)
+/* Returns the variable's value as it is, or NULL when unset or empty (paths, ranks, the marker). */
+static const char *config_get_raw(const char *(*get)(const char *name), const char *name)
 {
 	const char *v = get(name);
 
 	return (v != NULL && v[0] != '\0') ? v : NULL;
+}
+
+/*
+ * Returns the value of a variable that is not a path, without the spaces,
+ * tabs and line ends around it (a copy in buf, CONFIG_VALUE_MAX bytes), or
+ * NULL when it is unset, empty or nothing but those. A value too long for
+ * buf is returned as it is (no valid value is that long: the parser
+ * refuses it).
+ */
+static const char *config_get(const char *(*get)(const char *name), const char *name, char *buf)
+{
+	const char *v = config_get_raw(get, name);
+	size_t b, e;
+
+	if (v == NULL)
+		return NULL;
+	b = strspn(v, CONFIG_SPACE);
+	e = strlen(v);
+	while (e > b && strchr(CONFIG_SPACE, v[e - 1]))
+		e--;
+	if (e == b)
+		return NULL;
+	if (e - b >= CONFIG_VALUE_MAX)
+		return v;
+	memcpy(buf, v + b, e - b);
+	buf[e - b] = '\0';
+	return buf;
 }
 
 /*
@@ -164,7 +198,8 @@ static const char *config_get(const char *(*get)(const char *name), const char *
  */
 static void config_flag(const char *(*get)(const char *name), const char *name, int *out)
 {
-	const char *v = config_get(get, name);
+	char buf[CONFIG_VALUE_MAX];
+	const char *v = config_get(get, name, buf);
 	int on;
 
 	if (v == NULL)
@@ -187,7 +222,8 @@ static int config_number(const char *(*get)(const char *name), const char *name,
 			 int (*parse)(const char *s, uint64_t *out), const char *bad,
 			 uint64_t min, uint64_t max, const char *range, uint64_t *out)
 {
-	const char *v = config_get(get, name);
+	char buf[CONFIG_VALUE_MAX];
+	const char *v = config_get(get, name, buf);
 	uint64_t n;
 
 	if (v == NULL)
@@ -217,7 +253,8 @@ static int config_int(const char *(*get)(const char *name), const char *name,
  */
 static void config_interval(struct config *c, const char *(*get)(const char *name))
 {
-	const char *v = config_get(get, "VRAMPOOL_TELEMETRY_S");
+	char buf[CONFIG_VALUE_MAX];
+	const char *v = config_get(get, "VRAMPOOL_TELEMETRY_S", buf);
 	char dflt[32];
 	uint64_t n;
 
@@ -242,7 +279,8 @@ static int config_size(const char *(*get)(const char *name), const char *name,
 /* VRAMPOOL: on or off in the usual spellings (config_onoff), or dry; case-insensitive. */
 static int config_switch(struct config *c, const char *(*get)(const char *name))
 {
-	const char *v = config_get(get, "VRAMPOOL");
+	char buf[CONFIG_VALUE_MAX];
+	const char *v = config_get(get, "VRAMPOOL", buf);
 	int on;
 
 	if (v == NULL)
@@ -264,7 +302,8 @@ static int config_switch(struct config *c, const char *(*get)(const char *name))
 /* VRAMPOOL_LAYOUT: the layout grammar; the parser's reason goes in the line. */
 static int config_layout(struct config *c, const char *(*get)(const char *name))
 {
-	const char *v = config_get(get, "VRAMPOOL_LAYOUT");
+	char buf[CONFIG_VALUE_MAX];
+	const char *v = config_get(get, "VRAMPOOL_LAYOUT", buf);
 	char err[192], why[224];
 
 	if (v == NULL)
@@ -282,11 +321,12 @@ static int config_layout(struct config *c, const char *(*get)(const char *name))
 /* VRAMPOOL_BUDGET: auto, a size above zero, or a share N% with 0 < N <= 100. */
 static int config_budget(struct config *c, const char *(*get)(const char *name))
 {
-	const char *v = config_get(get, "VRAMPOOL_BUDGET");
+	char buf[CONFIG_VALUE_MAX];
+	const char *v = config_get(get, "VRAMPOOL_BUDGET", buf);
 	uint64_t n;
 	double share;
 
-	if (v == NULL || strcmp(v, "auto") == 0)
+	if (v == NULL || strcasecmp(v, "auto") == 0)
 		return 0;
 	if (strchr(v, '%') != NULL) {
 		if (config_parse_share(v, &share) == 0) {
@@ -310,7 +350,8 @@ static int config_budget(struct config *c, const char *(*get)(const char *name))
  */
 static int config_link(struct config *c, const char *(*get)(const char *name))
 {
-	const char *v = config_get(get, "VRAMPOOL_LINK_GBPS"), *p;
+	char buf[CONFIG_VALUE_MAX];
+	const char *v = config_get(get, "VRAMPOOL_LINK_GBPS", buf), *p;
 	double whole = 0, scale = 1;
 	int digits = 0, point = 0;
 
@@ -340,15 +381,16 @@ static int config_link(struct config *c, const char *(*get)(const char *name))
 /* VRAMPOOL_LEDGER: on, off or force. */
 static int config_ledger(struct config *c, const char *(*get)(const char *name))
 {
-	const char *v = config_get(get, "VRAMPOOL_LEDGER");
+	char buf[CONFIG_VALUE_MAX];
+	const char *v = config_get(get, "VRAMPOOL_LEDGER", buf);
 
-	if (v == NULL || strcmp(v, "on") == 0)
+	if (v == NULL || strcasecmp(v, "on") == 0)
 		return 0;
-	if (strcmp(v, "off") == 0) {
+	if (strcasecmp(v, "off") == 0) {
 		c->ledger = LEDGER_OFF;
 		return 0;
 	}
-	if (strcmp(v, "force") == 0) {
+	if (strcasecmp(v, "force") == 0) {
 		c->ledger = LEDGER_FORCE;
 		return 0;
 	}
@@ -362,7 +404,7 @@ static int config_ledger(struct config *c, const char *(*get)(const char *name))
  */
 static int config_path(const char *(*get)(const char *name), const char *name, char *out, size_t len)
 {
-	const char *v = config_get(get, name), *p;
+	const char *v = config_get_raw(get, name), *p;
 	size_t n;
 
 	if (v == NULL)
@@ -395,7 +437,7 @@ static void config_rank(struct config *c, const char *(*get)(const char *name))
 
 	snprintf(c->rank, sizeof(c->rank), "0");
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		const char *v = config_get(get, names[i]);
+		const char *v = config_get_raw(get, names[i]);
 
 		if (v == NULL)
 			continue;
@@ -434,7 +476,7 @@ int config_load_secure(struct config *c, const char *(*get)(const char *name),
 	c->telemetry_s = 10;
 	c->whatif_mem = MIB;              /* issue 16: a sampled curve (whatif.h) */
 
-	c->warned_before = config_get(get, CONFIG_WARNED) != NULL;
+	c->warned_before = config_get_raw(get, CONFIG_WARNED) != NULL;
 	config_flag(get, "VRAMPOOL_VERBOSE", &c->verbose);
 	config_flag(get, "VRAMPOOL_QUIET", &c->quiet);
 	log_set_verbose(c->verbose);

@@ -88,6 +88,10 @@ struct config {
  * VRAMPOOL takes on, off and dry, with on and off in the usual spellings
  * (1, true, yes, enable, enabled; 0, false, no, disable, disabled), any
  * case; VRAMPOOL_VERBOSE and VRAMPOOL_QUIET the same spellings of 1 and 0.
+ * Every keyword is read in any case (auto, force, the layout's dtypes and
+ * whole). Every value but the paths' is read without the spaces, tabs and
+ * line ends around it, and one that is empty, or nothing but those, is
+ * unset; the paths are taken as written (empty: unset).
  */
 int config_load_secure(struct config *c, const char *(*get)(const char *name),
 		       const char *(*get_path)(const char *name));

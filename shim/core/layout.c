@@ -5,12 +5,14 @@
  * duplicates, so layout_match returns the first row that divides the copy:
  * that is the largest matching row, as the contract asks. Sizes with a
  * suffix use size_parse (core/size.h), so the layout and the other
- * variables share one size grammar.
+ * variables share one size grammar; its keywords (auto, whole, the dtype
+ * names) are read in any case, as config reads every keyword.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/layout.h"
 #include "core/size.h"
@@ -55,7 +57,7 @@ static unsigned layout_dtype_size(const char *name, size_t n)
 	size_t i;
 
 	for (i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
-		if (strlen(dtypes[i].name) == n && memcmp(dtypes[i].name, name, n) == 0)
+		if (strlen(dtypes[i].name) == n && strncasecmp(dtypes[i].name, name, n) == 0)
 			return dtypes[i].size;
 	return 0;
 }
@@ -166,7 +168,7 @@ static int layout_parse_spec(struct layout *l, const char *s, size_t n, int posi
 		rc = layout_parse_bytes(spec, show, "row size", &row, err, errlen);
 		if (rc < 0)
 			return rc;
-	} else if (colon - spec == 5 && memcmp(spec, "whole", 5) == 0) {
+	} else if (colon - spec == 5 && strncasecmp(spec, "whole", 5) == 0) {
 		if (l->has_whole) {
 			snprintf(err, errlen, "second whole: spec '%s' (expected at most one whole:MIN)", show);
 			return -EINVAL;
@@ -254,7 +256,7 @@ int layout_parse(struct layout *l, const char *text, char *err, size_t errlen)
 
 		while (e > b && isspace((unsigned char)text[e - 1]))
 			e--;
-		if (e - b == 4 && memcmp(text + b, "auto", 4) == 0) {
+		if (e - b == 4 && strncasecmp(text + b, "auto", 4) == 0) {
 			l->is_auto = 1;
 			memcpy(l->text, "auto", 5);
 			return 0;

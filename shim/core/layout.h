@@ -11,6 +11,8 @@
  * Whitespace around specs is ignored. At most LAYOUT_MAX_SPECS specs.
  * The whole text "auto" asks the shim to find the rows from the content
  * (autolayout.h): the layout then has no spec until one is found.
+ * Keywords (auto, whole, the dtype names) are read in any case: AUTO,
+ * U8:3x224x224, Whole:1M.
  *
  * Matching: a copy of n bytes matches a row spec of r bytes when n = k*r, k >= 1.
  * When several row specs match, the largest r wins. whole:MIN matches a copy
