@@ -102,6 +102,16 @@ int config_load(struct config *c, const char *(*get)(const char *name));
 /* secure_getenv with the getter's type: NULL in a secure-execution process. */
 const char *config_secure_getenv(const char *name);
 
+#define CONFIG_ENV_NAME_MAX 255	/* longest NAME of %q{NAME} */
+
+/*
+ * Reads "{NAME}" at s, NAME an environment variable's name ([A-Za-z_]
+ * then [A-Za-z0-9_], at most CONFIG_ENV_NAME_MAX characters). Returns the
+ * characters it spans, braces included, or 0 when malformed; name (when
+ * not NULL, of CONFIG_ENV_NAME_MAX + 1 bytes) gets NAME.
+ */
+size_t config_env_name(const char *s, char *name);
+
 /*
  * Expands pattern into out: "%p" the pid, "%r" rank ("norank" when rank
  * is NULL or empty, so that it never collides with rank 0), "%h" host (its
