@@ -120,7 +120,7 @@ $(B)/libvrampool.so: $(SHIM_OBJ) $(GATHER_OBJ) $(B)/libvrampool.map $(TSAN_SEED)
 # (report --plot).
 TOOL_SRC := $(wildcard analysis/*.c)
 TOOL_OBJ := $(TOOL_SRC:analysis/%.c=$(B)/analysis/%.o)
-TOOL_SHIM := core/config core/config_names core/layout core/size core/log
+TOOL_SHIM := core/config core/config_path core/config_names core/layout core/size core/log
 TOOL_SHIM_OBJ := $(TOOL_SHIM:%=$(B)/analysis/shim/%.o)
 CAIRO_CFLAGS := $(shell pkg-config --cflags cairo fontconfig 2>/dev/null || echo -I/usr/include/cairo)
 TOOL_CFLAGS := $(CFLAGS_COMMON) $(SANFLAGS) -Ishim $(CAIRO_CFLAGS) -DVRAMPOOL_VERSION='"$(VERSION)"'
@@ -205,6 +205,13 @@ $(B)/apps/twoctx: tests/apps/twoctx.c | $(B)/apps
 $(B)/apps/drvloader: tests/apps/drvloader.c tests/apps/lib/loader.h | $(B)/apps
 	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -o $@ $< -Wl,-z,now -pthread -ldl
 
+# early_drv: early.c linked with neither libcudart nor libcuda (it reaches
+# the driver only through dlopen + cuGetProcAddress, as drvloader does).
+APP_BIN += $(B)/apps/early_drv
+
+$(B)/apps/early_drv: tests/apps/early.c | $(B)/apps
+	$(CC) $(CFLAGS_COMMON) $(CUDAINC) -DEARLY_UNLINKED -o $@ $< -ldl
+
 # reload loads, uses and unloads the runtime round after round: the program
 # links neither libcudart nor libcuda; the library it loads links libcudart.
 $(B)/apps/reload: tests/apps/reload.c tests/apps/lib/reload_work.h tests/apps/lib/loader.h $(B)/apps/libreload.so | $(B)/apps
@@ -270,7 +277,7 @@ $(B)/gpu/gather_check: tests/gpu/gather_check.c $(CORE_OBJ) $(GATHER_OBJ) | $(B)
 # leaves out) as a plain program replaying files (tests/fuzz/replay.c):
 # tests/e2e/fuzz_replay.sh replays the corpus and the checked-in findings.
 FUZZ_TARGETS := config layout size escape dump telemetry elf
-FUZZ_SRC_config    := shim/core/config.c shim/core/config_names.c shim/core/layout.c shim/core/size.c shim/core/log.c
+FUZZ_SRC_config    := shim/core/config.c shim/core/config_path.c shim/core/config_names.c shim/core/layout.c shim/core/size.c shim/core/log.c
 FUZZ_SRC_layout    := shim/core/layout.c shim/core/size.c
 FUZZ_SRC_size      := shim/core/size.c
 FUZZ_SRC_escape    := analysis/text.c

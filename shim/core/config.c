@@ -1,7 +1,12 @@
 /*
  * config: the VRAMPOOL_* variables, parsed once from a getenv-like callback.
  *
- * Every parser here is strict (no sign, no spaces, no trailing junk) and
+ * One reading for every variable but the two paths: the spaces, tabs and
+ * line ends around a value are left out, a value that is empty (or only
+ * those) counts as unset, and keywords (on, off, dry, auto, force, and
+ * the layout's) are read in any case. Paths are taken as written. Inside
+ * a value every parser is strict (no sign, no spaces, no trailing junk;
+ * the layout's spaces around its commas excepted) and
  * never fatal: a bad value costs one stderr line naming the variable, the
  * value and what was expected, and leaves the default in place. A variable
  * that decides what the pool does then turns the pool off for the run; a
@@ -12,9 +17,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/config.h"
 #include "core/log.h"
@@ -26,7 +29,8 @@
 #define TIB (1024ULL * GIB)
 
 #define CONFIG_SHOW_MAX 64	/* longest value quoted in an error line */
-#define CONFIG_ENV_NAME_MAX 255	/* longest NAME of %q{NAME} */
+#define CONFIG_VALUE_MAX 4096	/* longest value trimmed (config_get) */
+#define CONFIG_SPACE " \t\r\n\v\f"	/* what config_get trims around a value */
 
 /*
  * Copies value into out for quoting: at most CONFIG_SHOW_MAX characters,
@@ -45,30 +49,6 @@ static const char *config_show(char *out, size_t outlen, const char *value)
 	}
 	out[k] = '\0';
 	return out;
-}
-
-/*
- * Reads "{NAME}" at s, NAME an environment variable's name ([A-Za-z_]
- * then [A-Za-z0-9_], at most CONFIG_ENV_NAME_MAX characters). Returns the
- * characters it spans, braces included, or 0 when malformed; name (when
- * not NULL, of CONFIG_ENV_NAME_MAX + 1 bytes) gets NAME.
- */
-static size_t config_env_name(const char *s, char *name)
-{
-	size_t n = 0;
-
-	if (s[0] != '{' || !(isalpha((unsigned char)s[1]) || s[1] == '_'))
-		return 0;
-	while (isalnum((unsigned char)s[1 + n]) || s[1 + n] == '_')
-		if (++n > CONFIG_ENV_NAME_MAX)
-			return 0;
-	if (s[1 + n] != '}')
-		return 0;
-	if (name) {
-		memcpy(name, s + 1, n);
-		name[n] = '\0';
-	}
-	return n + 2;
 }
 
 /* The configuration being loaded, so a complaint can be kept for the dump. */
@@ -150,12 +130,39 @@ static int config_parse_share(const char *s, double *out)
 	return 0;
 }
 
-/* Returns the variable's value, or NULL when unset or empty. */
-static const char *config_get(const char *(*get)(const char *name), const char *name)
+/* Returns the variable's value as it is, or NULL when unset or empty (paths, ranks, the marker). */
+static const char *config_get_raw(const char *(*get)(const char *name), const char *name)
 {
 	const char *v = get(name);
 
 	return (v != NULL && v[0] != '\0') ? v : NULL;
+}
+
+/*
+ * Returns the value of a variable that is not a path, without the spaces,
+ * tabs and line ends around it (a copy in buf, CONFIG_VALUE_MAX bytes), or
+ * NULL when it is unset, empty or nothing but those. A value too long for
+ * buf is returned as it is (no valid value is that long: the parser
+ * refuses it).
+ */
+static const char *config_get(const char *(*get)(const char *name), const char *name, char *buf)
+{
+	const char *v = config_get_raw(get, name);
+	size_t b, e;
+
+	if (v == NULL)
+		return NULL;
+	b = strspn(v, CONFIG_SPACE);
+	e = strlen(v);
+	while (e > b && strchr(CONFIG_SPACE, v[e - 1]))
+		e--;
+	if (e == b)
+		return NULL;
+	if (e - b >= CONFIG_VALUE_MAX)
+		return v;
+	memcpy(buf, v + b, e - b);
+	buf[e - b] = '\0';
+	return buf;
 }
 
 /*
@@ -164,7 +171,8 @@ static const char *config_get(const char *(*get)(const char *name), const char *
  */
 static void config_flag(const char *(*get)(const char *name), const char *name, int *out)
 {
-	const char *v = config_get(get, name);
+	char buf[CONFIG_VALUE_MAX];
+	const char *v = config_get(get, name, buf);
 	int on;
 
 	if (v == NULL)
@@ -187,7 +195,8 @@ static int config_number(const char *(*get)(const char *name), const char *name,
 			 int (*parse)(const char *s, uint64_t *out), const char *bad,
 			 uint64_t min, uint64_t max, const char *range, uint64_t *out)
 {
-	const char *v = config_get(get, name);
+	char buf[CONFIG_VALUE_MAX];
+	const char *v = config_get(get, name, buf);
 	uint64_t n;
 
 	if (v == NULL)
@@ -217,7 +226,8 @@ static int config_int(const char *(*get)(const char *name), const char *name,
  */
 static void config_interval(struct config *c, const char *(*get)(const char *name))
 {
-	const char *v = config_get(get, "VRAMPOOL_TELEMETRY_S");
+	char buf[CONFIG_VALUE_MAX];
+	const char *v = config_get(get, "VRAMPOOL_TELEMETRY_S", buf);
 	char dflt[32];
 	uint64_t n;
 
@@ -242,7 +252,8 @@ static int config_size(const char *(*get)(const char *name), const char *name,
 /* VRAMPOOL: on or off in the usual spellings (config_onoff), or dry; case-insensitive. */
 static int config_switch(struct config *c, const char *(*get)(const char *name))
 {
-	const char *v = config_get(get, "VRAMPOOL");
+	char buf[CONFIG_VALUE_MAX];
+	const char *v = config_get(get, "VRAMPOOL", buf);
 	int on;
 
 	if (v == NULL)
@@ -264,12 +275,14 @@ static int config_switch(struct config *c, const char *(*get)(const char *name))
 /* VRAMPOOL_LAYOUT: the layout grammar; the parser's reason goes in the line. */
 static int config_layout(struct config *c, const char *(*get)(const char *name))
 {
-	const char *v = config_get(get, "VRAMPOOL_LAYOUT");
+	char buf[CONFIG_VALUE_MAX];
+	const char *v = config_get(get, "VRAMPOOL_LAYOUT", buf);
 	char err[192], why[224];
 
 	if (v == NULL)
 		return 0;
 	if (layout_parse(&c->layout, v, err, sizeof(err)) < 0) {
+		snprintf(c->layout_error, sizeof(c->layout_error), "%s", err);
 		snprintf(why, sizeof(why), "is not a layout: %s", err);
 		config_complain("VRAMPOOL_LAYOUT", v, why);
 		return -EINVAL;
@@ -281,11 +294,12 @@ static int config_layout(struct config *c, const char *(*get)(const char *name))
 /* VRAMPOOL_BUDGET: auto, a size above zero, or a share N% with 0 < N <= 100. */
 static int config_budget(struct config *c, const char *(*get)(const char *name))
 {
-	const char *v = config_get(get, "VRAMPOOL_BUDGET");
+	char buf[CONFIG_VALUE_MAX];
+	const char *v = config_get(get, "VRAMPOOL_BUDGET", buf);
 	uint64_t n;
 	double share;
 
-	if (v == NULL || strcmp(v, "auto") == 0)
+	if (v == NULL || strcasecmp(v, "auto") == 0)
 		return 0;
 	if (strchr(v, '%') != NULL) {
 		if (config_parse_share(v, &share) == 0) {
@@ -309,7 +323,8 @@ static int config_budget(struct config *c, const char *(*get)(const char *name))
  */
 static int config_link(struct config *c, const char *(*get)(const char *name))
 {
-	const char *v = config_get(get, "VRAMPOOL_LINK_GBPS"), *p;
+	char buf[CONFIG_VALUE_MAX];
+	const char *v = config_get(get, "VRAMPOOL_LINK_GBPS", buf), *p;
 	double whole = 0, scale = 1;
 	int digits = 0, point = 0;
 
@@ -339,15 +354,16 @@ static int config_link(struct config *c, const char *(*get)(const char *name))
 /* VRAMPOOL_LEDGER: on, off or force. */
 static int config_ledger(struct config *c, const char *(*get)(const char *name))
 {
-	const char *v = config_get(get, "VRAMPOOL_LEDGER");
+	char buf[CONFIG_VALUE_MAX];
+	const char *v = config_get(get, "VRAMPOOL_LEDGER", buf);
 
-	if (v == NULL || strcmp(v, "on") == 0)
+	if (v == NULL || strcasecmp(v, "on") == 0)
 		return 0;
-	if (strcmp(v, "off") == 0) {
+	if (strcasecmp(v, "off") == 0) {
 		c->ledger = LEDGER_OFF;
 		return 0;
 	}
-	if (strcmp(v, "force") == 0) {
+	if (strcasecmp(v, "force") == 0) {
 		c->ledger = LEDGER_FORCE;
 		return 0;
 	}
@@ -361,7 +377,7 @@ static int config_ledger(struct config *c, const char *(*get)(const char *name))
  */
 static int config_path(const char *(*get)(const char *name), const char *name, char *out, size_t len)
 {
-	const char *v = config_get(get, name), *p;
+	const char *v = config_get_raw(get, name), *p;
 	size_t n;
 
 	if (v == NULL)
@@ -394,7 +410,7 @@ static void config_rank(struct config *c, const char *(*get)(const char *name))
 
 	snprintf(c->rank, sizeof(c->rank), "0");
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		const char *v = config_get(get, names[i]);
+		const char *v = config_get_raw(get, names[i]);
 
 		if (v == NULL)
 			continue;
@@ -405,11 +421,6 @@ static void config_rank(struct config *c, const char *(*get)(const char *name))
 		c->has_rank = 1;
 		return;
 	}
-}
-
-const char *config_secure_getenv(const char *name)
-{
-	return secure_getenv(name);
 }
 
 int config_load(struct config *c, const char *(*get)(const char *name))
@@ -433,7 +444,7 @@ int config_load_secure(struct config *c, const char *(*get)(const char *name),
 	c->telemetry_s = 10;
 	c->whatif_mem = MIB;              /* issue 16: a sampled curve (whatif.h) */
 
-	c->warned_before = config_get(get, CONFIG_WARNED) != NULL;
+	c->warned_before = config_get_raw(get, CONFIG_WARNED) != NULL;
 	config_flag(get, "VRAMPOOL_VERBOSE", &c->verbose);
 	config_flag(get, "VRAMPOOL_QUIET", &c->quiet);
 	log_set_verbose(c->verbose);
@@ -464,113 +475,4 @@ int config_load_secure(struct config *c, const char *(*get)(const char *name),
 	c->enabled = !c->off && !c->dry && bad == 0;
 	config_cur = NULL;
 	return bad;
-}
-
-/*
- * How config_append filters what it copies: a rank or pid as it is; a host
- * name to [A-Za-z0-9._-] (others '_'; "", "." and ".." become "_"); an
- * environment value ('/' and control characters '_'; "." and ".." "_").
- */
-enum config_filter { CONFIG_AS_IS, CONFIG_HOST, CONFIG_ENV };
-
-/* Appends s to out at *k through the filter f. Returns 0 or -ENAMETOOLONG. */
-static int config_append(char *out, size_t len, size_t *k, const char *s, enum config_filter f)
-{
-	if ((f != CONFIG_AS_IS && (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)) ||
-	    (f == CONFIG_HOST && s[0] == '\0'))
-		s = "_";
-	for (; *s != '\0'; s++) {
-		char ch = *s;
-
-		if (*k + 1 >= len)
-			return -ENAMETOOLONG;
-		if (f == CONFIG_HOST && !isalnum((unsigned char)ch) && ch != '.' && ch != '_' && ch != '-')
-			ch = '_';
-		if (f == CONFIG_ENV && (ch == '/' || (unsigned char)ch < 0x20 || ch == 0x7f))
-			ch = '_';
-		out[(*k)++] = ch;
-	}
-	return 0;
-}
-
-/*
- * Expands the escape at pattern ('%' and a letter) into out at *k.
- * Returns the characters it spans (0: not an escape, copied as it is),
- * or a negative errno.
- */
-static int config_escape(const char *pattern, long pid, const char *rank, const char *host,
-			 const char *(*get)(const char *name), char *out, size_t len, size_t *k)
-{
-	char num[24], name[CONFIG_ENV_NAME_MAX + 1];
-	const char *v;
-	size_t n;
-	int err;
-
-	switch (pattern[1]) {
-	case 'p':
-		snprintf(num, sizeof(num), "%ld", pid);
-		err = config_append(out, len, k, num, CONFIG_AS_IS);
-		return err ? err : 2;
-	case 'r':
-		err = config_append(out, len, k, rank && rank[0] ? rank : "norank", CONFIG_AS_IS);
-		return err ? err : 2;
-	case 'h':
-		err = config_append(out, len, k, host ? host : "", CONFIG_HOST);
-		return err ? err : 2;
-	case 'q':
-		n = config_env_name(pattern + 2, name);
-		if (n == 0)
-			return -EINVAL;
-		v = get ? get(name) : NULL;
-		err = config_append(out, len, k, v ? v : "", CONFIG_ENV);
-		return err ? err : (int)n + 2;
-	default:
-		return 0;
-	}
-}
-
-int config_expand_path_env(const char *pattern, long pid, const char *rank, const char *host,
-			   const char *(*get)(const char *name), char *out, size_t len)
-{
-	size_t k = 0;
-	int n;
-
-	if (len == 0)
-		return -ENAMETOOLONG;
-	while (*pattern != '\0') {
-		n = pattern[0] == '%' ? config_escape(pattern, pid, rank, host, get, out, len, &k) : 0;
-		if (n < 0)
-			goto out_fail;
-		if (n > 0) {
-			pattern += n;
-			continue;
-		}
-		if (k + 1 >= len) {
-			n = -ENAMETOOLONG;
-			goto out_fail;
-		}
-		out[k++] = *pattern++;
-	}
-	out[k] = '\0';
-	return 0;
-
-out_fail:
-	out[0] = '\0';
-	return n;
-}
-
-int config_expand_path(const char *pattern, long pid, const char *rank, const char *host,
-		       char *out, size_t len)
-{
-	return config_expand_path_env(pattern, pid, rank, host, config_secure_getenv, out, len);
-}
-
-int config_stats_path(const struct config *c, long pid, char *out, size_t len)
-{
-	char host[256];
-
-	if (gethostname(host, sizeof(host)) != 0)
-		host[0] = '\0';
-	host[sizeof(host) - 1] = '\0';
-	return config_expand_path(c->stats_path, pid, c->has_rank ? c->rank : NULL, host, out, len);
 }

@@ -45,6 +45,7 @@ struct config {
 	int warned_before;      /* CONFIG_WARNED was set: this job's warnings were shown already */
 	char problem[256];      /* the first malformed variable's message (the dump's "reason"), or empty */
 	int has_layout;         /* VRAMPOOL_LAYOUT set and valid */
+	char layout_error[192]; /* VRAMPOOL_LAYOUT set and rejected: the parser's reason; else empty */
 	struct layout layout;
 	enum budget_kind budget_kind;
 	uint64_t budget_bytes;  /* BUDGET_BYTES */
@@ -87,6 +88,10 @@ struct config {
  * VRAMPOOL takes on, off and dry, with on and off in the usual spellings
  * (1, true, yes, enable, enabled; 0, false, no, disable, disabled), any
  * case; VRAMPOOL_VERBOSE and VRAMPOOL_QUIET the same spellings of 1 and 0.
+ * Every keyword is read in any case (auto, force, the layout's dtypes and
+ * whole). Every value but the paths' is read without the spaces, tabs and
+ * line ends around it, and one that is empty, or nothing but those, is
+ * unset; the paths are taken as written (empty: unset).
  */
 int config_load_secure(struct config *c, const char *(*get)(const char *name),
 		       const char *(*get_path)(const char *name));
@@ -96,6 +101,16 @@ int config_load(struct config *c, const char *(*get)(const char *name));
 
 /* secure_getenv with the getter's type: NULL in a secure-execution process. */
 const char *config_secure_getenv(const char *name);
+
+#define CONFIG_ENV_NAME_MAX 255	/* longest NAME of %q{NAME} */
+
+/*
+ * Reads "{NAME}" at s, NAME an environment variable's name ([A-Za-z_]
+ * then [A-Za-z0-9_], at most CONFIG_ENV_NAME_MAX characters). Returns the
+ * characters it spans, braces included, or 0 when malformed; name (when
+ * not NULL, of CONFIG_ENV_NAME_MAX + 1 bytes) gets NAME.
+ */
+size_t config_env_name(const char *s, char *name);
 
 /*
  * Expands pattern into out: "%p" the pid, "%r" rank ("norank" when rank

@@ -5,12 +5,14 @@
  * duplicates, so layout_match returns the first row that divides the copy:
  * that is the largest matching row, as the contract asks. Sizes with a
  * suffix use size_parse (core/size.h), so the layout and the other
- * variables share one size grammar.
+ * variables share one size grammar; its keywords (auto, whole, the dtype
+ * names) are read in any case, as config reads every keyword.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/layout.h"
 #include "core/size.h"
@@ -55,7 +57,7 @@ static unsigned layout_dtype_size(const char *name, size_t n)
 	size_t i;
 
 	for (i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
-		if (strlen(dtypes[i].name) == n && memcmp(dtypes[i].name, name, n) == 0)
+		if (strlen(dtypes[i].name) == n && strncasecmp(dtypes[i].name, name, n) == 0)
 			return dtypes[i].size;
 	return 0;
 }
@@ -126,8 +128,8 @@ static int layout_parse_bytes(const char *s, const char *show, const char *what,
 	return 0;
 }
 
-/* Parses one trimmed spec of n characters into l. */
-static int layout_parse_spec(struct layout *l, const char *s, size_t n, char *err, size_t errlen)
+/* Parses one trimmed spec of n characters, the position-th of the text, into l. */
+static int layout_parse_spec(struct layout *l, const char *s, size_t n, int position, char *err, size_t errlen)
 {
 	char spec[LAYOUT_SPEC_MAX + 1];
 	char show[LAYOUT_SHOW_MAX + 8];
@@ -166,7 +168,7 @@ static int layout_parse_spec(struct layout *l, const char *s, size_t n, char *er
 		rc = layout_parse_bytes(spec, show, "row size", &row, err, errlen);
 		if (rc < 0)
 			return rc;
-	} else if (colon - spec == 5 && memcmp(spec, "whole", 5) == 0) {
+	} else if (colon - spec == 5 && strncasecmp(spec, "whole", 5) == 0) {
 		if (l->has_whole) {
 			snprintf(err, errlen, "second whole: spec '%s' (expected at most one whole:MIN)", show);
 			return -EINVAL;
@@ -202,8 +204,10 @@ static int layout_parse_spec(struct layout *l, const char *s, size_t n, char *er
 	}
 	memmove(&l->rows[i + 1], &l->rows[i], (size_t)(l->nrows - i) * sizeof(l->rows[0]));
 	memmove(&l->prio[i + 1], &l->prio[i], (size_t)(l->nrows - i) * sizeof(l->prio[0]));
+	memmove(&l->pos[i + 1], &l->pos[i], (size_t)(l->nrows - i) * sizeof(l->pos[0]));
 	l->rows[i] = row;
 	l->prio[i] = (uint8_t)prio;
+	l->pos[i] = (uint8_t)position;
 	l->nrows++;
 	return 0;
 }
@@ -252,7 +256,7 @@ int layout_parse(struct layout *l, const char *text, char *err, size_t errlen)
 
 		while (e > b && isspace((unsigned char)text[e - 1]))
 			e--;
-		if (e - b == 4 && memcmp(text + b, "auto", 4) == 0) {
+		if (e - b == 4 && strncasecmp(text + b, "auto", 4) == 0) {
 			l->is_auto = 1;
 			memcpy(l->text, "auto", 5);
 			return 0;
@@ -275,7 +279,7 @@ int layout_parse(struct layout *l, const char *text, char *err, size_t errlen)
 			rc = -EINVAL;
 			goto out_clear;
 		}
-		rc = layout_parse_spec(l, b, (size_t)(e - b), err, errlen);
+		rc = layout_parse_spec(l, b, (size_t)(e - b), nspecs - 1, err, errlen);
 		if (rc < 0) {
 			rc = -EINVAL;
 			goto out_clear;
@@ -285,6 +289,7 @@ int layout_parse(struct layout *l, const char *text, char *err, size_t errlen)
 			break;
 		p = end + 1;
 	}
+	l->user_order = 1;
 	return 0;
 
 out_clear:
@@ -317,6 +322,13 @@ uint64_t layout_match(const struct layout *l, uint64_t n)
 	struct layout_hit h;
 
 	return layout_match_hit(l, n, &h) ? h.row : 0;
+}
+
+int layout_position(const struct layout *l, int spec)
+{
+	if (!l || !l->user_order || spec < 0 || spec >= l->nrows)
+		return spec;
+	return l->pos[spec];
 }
 
 uint64_t layout_min_row(const struct layout *l)

@@ -11,11 +11,18 @@
  * Whitespace around specs is ignored. At most LAYOUT_MAX_SPECS specs.
  * The whole text "auto" asks the shim to find the rows from the content
  * (autolayout.h): the layout then has no spec until one is found.
+ * Keywords (auto, whole, the dtype names) are read in any case: AUTO,
+ * U8:3x224x224, Whole:1M.
  *
  * Matching: a copy of n bytes matches a row spec of r bytes when n = k*r, k >= 1.
  * When several row specs match, the largest r wins. whole:MIN matches a copy
  * of n >= MIN bytes that no row spec matched, as one row of n bytes. Two
- * specs of the same row size are one spec with the higher priority.
+ * specs of the same row size are one spec with the higher priority, at
+ * the position of the first.
+ *
+ * Positions: rows[] is sorted for matching, so a spec's index there is
+ * not where the user wrote it; pos[] keeps that (layout_position), which
+ * is what reports call the spec's index in the layout.
  */
 #ifndef VRAMPOOL_LAYOUT_H
 #define VRAMPOOL_LAYOUT_H
@@ -30,6 +37,8 @@ struct layout {
 	int nrows;                          /* number of fixed row sizes */
 	uint64_t rows[LAYOUT_MAX_SPECS];    /* fixed row sizes, in bytes, largest first */
 	uint8_t prio[LAYOUT_MAX_SPECS];     /* priority of rows[i], 0..LAYOUT_MAX_PRIO */
+	uint8_t pos[LAYOUT_MAX_SPECS];      /* rows[i]'s spec's position in the text, 0 first (user_order) */
+	int user_order;                     /* pos[] is set: the layout was parsed from text */
 	int has_whole;
 	uint64_t whole_min;                 /* valid when has_whole */
 	uint8_t whole_prio;
@@ -59,6 +68,14 @@ uint64_t layout_match(const struct layout *l, uint64_t n);
 
 /* Like layout_match, with the priority and spec. Returns 1 (matched, *hit set) or 0. */
 int layout_match_hit(const struct layout *l, uint64_t n, struct layout_hit *hit);
+
+/*
+ * The position of the spec rows[spec] in the layout as the user wrote it
+ * (0 first, every comma-separated spec counted, whole:MIN included): pos[]
+ * for a layout layout_parse made; spec itself for one built in code (an
+ * automatic layout), or when l is NULL; -1 for -1 (whole:MIN).
+ */
+int layout_position(const struct layout *l, int spec);
 
 /* Returns the smallest row the layout can produce (fixed rows and whole_min), or 0 when empty. */
 uint64_t layout_min_row(const struct layout *l);

@@ -39,5 +39,8 @@ __attribute__((constructor(101))) static void vp_init(void)
 	report_setup(&vp_config);      /* also sets up the what-if curve */
 	pthread_atfork(NULL, NULL, vp_atfork_child);
 	atexit(report_exit);
+	/* a program linked against CUDA is a CUDA user from its start (life.h) */
+	if (vp_cuda_loaded())
+		vp_mark_cuda();
 	errno = saved;
 }

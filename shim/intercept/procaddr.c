@@ -133,7 +133,7 @@ static void *vp_wrap_driver(const char *symbol, void *f, int version, unsigned l
 		int vp_saved_errno = errno;                                         \
 		type vp_r;                                                          \
                                                                                     \
-		vp_resolve();                                                       \
+		vp_enter();                                                         \
 		vp_r = VP_CALL(name, fail, args);                                   \
 		if (vp_r == (ok) && (pfn) && !vp_is_runtime_code(caller))           \
 			*(pfn) = vp_wrap_driver(symbol, *(pfn), version, flags);    \

@@ -9,7 +9,10 @@
  *     entry points are interposed already;
  *   cudaGetDriverEntryPoint, _ptsz, ByVersion, ByVersion_ptsz.
  * Everything else the driver hands out passes unchanged. Each of these
- * hooks makes one call to the real look-up and, when it succeeded,
+ * hooks marks the process as a CUDA user (vp_enter: a statically linked
+ * runtime looks the driver up this way at its first call of any kind,
+ * cudaSetDevice included), makes one call to the real look-up and, when
+ * it succeeded,
  * swaps the pointer it found for the wrapper of the row whose real
  * function it is (or, for a driver that hands out internal addresses, of
  * the row its name, version and flags spell); errno is preserved.

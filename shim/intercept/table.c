@@ -170,9 +170,25 @@ void vp_resolve_again(void)
 	vp_resolve_missing();
 }
 
+int vp_cuda_loaded(void)
+{
+	struct vp_find_lib rt = { .prefix = "libcudart.so" }, drv = { .prefix = "libcuda.so" };
+
+	dl_iterate_phdr(vp_find_lib, &rt);
+	if (rt.path)
+		return 1;
+	dl_iterate_phdr(vp_find_lib, &drv);
+	return drv.path != NULL;
+}
+
+void vp_mark_cuda(void)
+{
+	stats_mark_used();
+	report_start();
+}
+
 void vp_enter(void)
 {
 	vp_resolve();
-	stats_mark_used();
-	report_start();
+	vp_mark_cuda();
 }

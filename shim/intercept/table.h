@@ -192,9 +192,24 @@ void vp_resolve(void) VP_HIDDEN;
 void vp_resolve_again(void) VP_HIDDEN;
 
 /*
+ * Whether the CUDA runtime (libcudart.so*) or driver (libcuda.so*) is
+ * mapped in the process now (dl_iterate_phdr: no dlopen, no reference
+ * taken). At load time, it says that the program is linked against CUDA.
+ */
+int vp_cuda_loaded(void) VP_HIDDEN;
+
+/*
+ * Marks the process as a CUDA user and starts the reporter (its thread
+ * and the signal handlers of report.h); idempotent, one relaxed load each
+ * once done. A CUDA user writes the summary and the dump at exit or when
+ * a signal ends it; a process that never becomes one stays silent.
+ */
+void vp_mark_cuda(void) VP_HIDDEN;
+
+/*
  * Runs at the start of every interposed call the shim looks at (not while
- * vp_inside is set): resolves the real functions once, marks the process
- * as a CUDA user and starts the reporter.
+ * vp_inside is set), the entry-point look-ups included: resolves the real
+ * functions once, then vp_mark_cuda.
  */
 void vp_enter(void) VP_HIDDEN;
 

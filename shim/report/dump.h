@@ -10,12 +10,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/layout.h"
+
 /* The strings are the caller's and must outlive the call they are passed to. */
 struct stats_dump {
 	long pid;
 	const char *rank;       /* "rank": the launcher's rank variable; NULL: none set (null) */
 	const char *host;       /* "host": NULL: unknown (null) */
 	const char *problem;    /* config's first malformed variable (the reason when none is set); NULL: none */
+	int invalid;            /* config's malformed variables that turned the pool off */
+	const char *layout_error; /* VRAMPOOL_LAYOUT rejected: the parser's reason; NULL or "": it was not */
+	const struct layout *layout; /* VRAMPOOL_LAYOUT as parsed (specs[].index: layout_position); NULL: none */
 	int final;              /* "final": the exit or signal dump, not a rewrite while the job runs */
 	const char *ended_by;   /* "ended_by": "exit", "SIGINT", "SIGTERM", "SIGHUP"; NULL: running (null) */
 	/* The cost ledger (issue 16): VRAMPOOL_LEDGER and VRAMPOOL_LINK_GBPS (0: not stated). */

@@ -47,11 +47,11 @@ static const char *report_strerror(int err)
 	return "error";
 }
 
-void report_note(int *last, int err, int final, const char *what, const char *path)
+void report_note(int *last, int err, const char *what, const char *path)
 {
 	char shown[512];
 
-	if (err == 0 || (err == *last && !final)) {
+	if (err == 0 || err == *last) {
 		*last = err;
 		return;
 	}

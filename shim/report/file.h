@@ -65,10 +65,12 @@ int report_write_all(int fd, const char *buf, size_t len);
 
 /*
  * Logs a failure (err, a negative errno) to write what to path, once per
- * distinct error (always when final); err 0 logs nothing. *last remembers
- * the error for next time.
+ * distinct error: not again when *last holds the same one, the final
+ * write's included (the load-time check of report_check_dir counts, so a
+ * directory reported at load is not reported again at exit); err 0 logs
+ * nothing. *last remembers the error for next time.
  */
-void report_note(int *last, int err, int final, const char *what, const char *path);
+void report_note(int *last, int err, const char *what, const char *path);
 
 /*
  * Expands pattern ("%p" pid, "%r" rank, "%h" host) for this process into

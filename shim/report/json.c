@@ -215,7 +215,8 @@ static void report_json_ledger(struct sbuf *b, const struct stats_dump *d)
 		if (!ledger_view(&ledger_board[i], &v))
 			continue;
 		sbuf_printf(b, "%s{\"index\": %d, \"row\": %llu, \"ledger\": {\"decision\": \"%s\", \"reason\": ",
-			    n++ ? ", " : "", i == LEDGER_WHOLE ? -1 : i, (unsigned long long)v.row,
+			    n++ ? ", " : "", i == LEDGER_WHOLE ? -1 : layout_position(d->layout, i),
+			    (unsigned long long)v.row,
 			    v.aside ? "stood_aside" : "pooling");
 		sbuf_json_string(b, ledger_reason(&v, why, sizeof(why)));
 		sbuf_printf(b, ", \"basis\": \"%s\", \"cost\": \"%s\", \"host_ns_per_row\": %.1f, "

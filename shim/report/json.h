@@ -50,7 +50,9 @@ struct sbuf;
  * Issue 16 added "copies.stood_aside", "pool.stand_asides", "pool.resumes",
  * "time_ns.shim_cpu" (the calling thread's CPU time beside the wall time
  * of "shim"), the "ledger" settings and "specs": one entry per spec the
- * copies met (index: its place in the layout, -1 for whole:MIN), whose
+ * copies met (index: its place in the layout as the user wrote it,
+ * layout_position, not its place in the sorted matching order; -1 for
+ * whole:MIN), whose
  * "ledger" holds the cost ledger (pool/ledger.h): "decision" ("pooling" or
  * "stood_aside"), "reason" (the verdict in numbers, in words), "basis"
  * ("first_copies", "window", "sample", "none"), "cost" ("host_time", or

@@ -77,6 +77,9 @@ static void report_fill(struct stats_dump *d, int final, const char *ended_by)
 	d->rank = report_cfg && report_cfg->has_rank ? report_cfg->rank : NULL;
 	d->host = report_host[0] ? report_host : NULL;
 	d->problem = report_cfg ? report_cfg->problem : NULL;
+	d->invalid = report_cfg ? report_cfg->invalid : 0;
+	d->layout_error = report_cfg ? report_cfg->layout_error : NULL;
+	d->layout = report_cfg && report_cfg->has_layout ? &report_cfg->layout : NULL;
 	d->final = final;
 	d->ended_by = ended_by;
 	d->ledger_mode = report_cfg ? (int)report_cfg->ledger : 0;
@@ -125,7 +128,7 @@ static void report_dump(int final, const char *ended_by)
 	report_fill(&d, final, ended_by);
 	n = report_format_json(report_json, sizeof(report_json), &d);
 	err = n < 0 ? n : report_write_file(report_stats, report_json, (size_t)n);
-	report_note(&report_dump_err, err, final, "stats", report_stats);
+	report_note(&report_dump_err, err, "stats", report_stats);
 }
 
 /*
@@ -184,7 +187,7 @@ static int report_format_telemetry(char *buf, size_t len)
 }
 
 /* Under report_lock: appends a telemetry line, if asked for. */
-static void report_telemetry(int final)
+static void report_telemetry(void)
 {
 	char line[REPORT_LINE_MAX];
 	struct stat st;
@@ -207,7 +210,7 @@ static void report_telemetry(int final)
 		n = report_format_telemetry(line, sizeof(line));
 		err = report_write_all(report_tele_fd, line, (size_t)n);
 	}
-	report_note(&report_tele_err, err, final, "telemetry", report_tele);
+	report_note(&report_tele_err, err, "telemetry", report_tele);
 }
 
 /* Under report_lock: the verbose telemetry line on stderr, when rows moved. */
@@ -233,7 +236,7 @@ static void report_tick(void)
 	pthread_mutex_lock(&report_lock);
 	if (!report_final_written && !report_final_claimed()) {
 		report_dump(0, NULL);
-		report_telemetry(0);
+		report_telemetry();
 		report_verbose();
 	}
 	pthread_mutex_unlock(&report_lock);
@@ -252,7 +255,7 @@ static void report_final(const char *ended_by)
 	if (!report_final_written) {
 		report_final_written = 1;
 		report_dump(1, ended_by);
-		report_telemetry(1);
+		report_telemetry();
 		if (report_cfg && !report_cfg->quiet) {
 			report_fill(&d, 1, ended_by);
 			n = report_format_summary(report_text, sizeof(report_text), &d);

@@ -3,7 +3,9 @@
  *
  *  - At exit: the summary on stderr (unless VRAMPOOL_QUIET) and the JSON
  *    dump (VRAMPOOL_STATS, "final": true, "ended_by": "exit"), once per
- *    process and only if it used CUDA.
+ *    process and only if it used CUDA: the intercept layer says when a
+ *    process does (report_start; intercept/life.h: from load time in a
+ *    program linked against CUDA, else at its first hooked call).
  *  - While it runs: a reporter thread, started at the first CUDA call
  *    (report_start), never in a process that does not use CUDA, with every
  *    signal blocked, wakes once soon after the start (so a job killed early
@@ -24,7 +26,9 @@
  *    (same exit status as without the shim). The shim handles only signals
  *    whose disposition is the default when report_start runs; a handler
  *    the program installs itself, before or after, is never replaced, and
- *    SIG_IGN stays ignored. When the program later sets one of them back
+ *    SIG_IGN stays ignored. A handler set to run once (SA_RESETHAND) runs
+ *    once; the default that comes back after it is the shim's handler
+ *    (report/signals.h), so the next signal leaves the report too. When the program later sets one of them back
  *    to SIG_DFL (Python does, just before it re-raises SIGINT to end on a
  *    KeyboardInterrupt), the shim keeps its handler in place of the
  *    default and reports the default to the program (report_sigaction).
@@ -84,8 +88,9 @@
 void report_setup(const struct config *c);
 
 /*
- * The first CUDA call of the process (and of a forked child that uses
- * CUDA): starts the reporter thread and installs the signal handlers.
+ * The first CUDA call of the process (load time, for a program linked
+ * against CUDA; and of a forked child that uses CUDA): starts the
+ * reporter thread and installs the signal handlers.
  * Idempotent; after the first call one relaxed atomic load.
  */
 void report_start(void);
@@ -109,7 +114,8 @@ void report_atfork_child(void);
  * For SIGINT, SIGTERM and SIGHUP, once report_start has run, it keeps the
  * shim's handler in place of SIG_DFL and reports SIG_DFL back (with the
  * mask and flags the program last set); a handler or SIG_IGN the program
- * sets replaces the shim's. Each call first checks that the shim's
+ * sets replaces the shim's, but one set to run once (SA_RESETHAND) is run
+ * by the shim's wrapper and reported as the program set it. Each call first checks that the shim's
  * handler is still the one installed: one replaced by a route the hooks do
  * not see (a raw rt_sigaction system call) is the program's again, and is
  * reported as what it is. Everything else goes to the C library as is. Safe to

@@ -7,9 +7,12 @@
  * State. report_claim decides, once, who writes the final report: the exit
  * report (-1) or a signal (its number, handed to the reporter through the
  * wake pipe); report_finished and a byte on the fin pipe say it is
- * written. The three handled signals are owned by the shim (its handler
- * installed in place of the default) or not, per signal; while owned,
- * report_view holds the disposition the program believes in.
+ * written. Each of the three handled signals is, in report_state, the
+ * program's, owned by the shim (its handler installed in place of the
+ * default) or wrapped (the program's handler set with SA_RESETHAND, run
+ * by report_on_oneshot, which then gives the default back to the shim);
+ * while owned or wrapped, report_view holds the disposition the program
+ * believes in, and report_prog the program's run-once action.
  */
 #include "report/signals.h"
 
@@ -37,9 +40,17 @@ static int report_fin[2] = { -1, -1 };  /* reporter -> waiting handlers: done */
 static __thread int report_in_exit;     /* this thread writes the exit report */
 static volatile sig_atomic_t report_deferred;  /* a signal that landed on it meanwhile */
 
+/* Who holds a handled signal's disposition (report_state). */
+enum {
+	REPORT_PROGRAM,         /* what the program set is installed as it is */
+	REPORT_OWNED,           /* the shim's handler stands in for the default */
+	REPORT_WRAPPED,         /* report_on_oneshot runs the program's SA_RESETHAND handler */
+};
+
 static const int report_sigs[REPORT_NSIGS] = { SIGINT, SIGTERM, SIGHUP };
-static atomic_int report_owned[REPORT_NSIGS];
+static atomic_int report_state[REPORT_NSIGS];
 static struct sigaction report_view[REPORT_NSIGS];
+static struct sigaction report_prog[REPORT_NSIGS];     /* REPORT_WRAPPED: the program's action */
 
 static int report_sig_index(int sig)
 {
@@ -211,76 +222,179 @@ static struct sigaction report_handler_action(void)
 }
 
 /*
- * Whether the shim's handler is still the one installed for sig. A route
- * no hook sees (a raw rt_sigaction system call, glibc's sigignore) may
- * have replaced it: then the signal is the program's again.
+ * The program's handler set with SA_RESETHAND (signals.h): the kernel's
+ * part of the flag is done here, before the handler runs. The first
+ * delivery takes the signal from wrapped to owned (a second delivery
+ * racing it finds it owned and is the default's, as the kernel would
+ * have it), shows the program SIG_DFL with its flags and mask, puts the
+ * shim's handler in place of that default, then calls the program's
+ * handler as the kernel would have.
+ */
+static void report_on_oneshot(int sig, siginfo_t *info, void *ctx)
+{
+	int saved = errno, i = report_sig_index(sig), expected = REPORT_WRAPPED;
+	struct sigaction prog, ours;
+
+	if (i < 0 || !atomic_compare_exchange_strong(&report_state[i], &expected, REPORT_OWNED)) {
+		report_on_signal(sig);
+		return;
+	}
+	prog = report_prog[i];
+	report_view[i] = prog;
+	report_view[i].sa_handler = SIG_DFL;
+	ours = report_handler_action();
+	dlreal_sigaction(sig, &ours, NULL);
+	errno = saved;
+	if (prog.sa_flags & SA_SIGINFO)
+		prog.sa_sigaction(sig, info, ctx);
+	else
+		prog.sa_handler(sig);
+}
+
+/* Whether act is a handler of the program's to run once (SA_RESETHAND), which the shim wraps. */
+static int report_is_oneshot(const struct sigaction *act)
+{
+	return (act->sa_flags & SA_RESETHAND) && act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN &&
+	       act->sa_sigaction != report_on_oneshot;
+}
+
+/*
+ * Installs report_on_oneshot for the program's run-once action act on
+ * signal i (sig), with act's mask and flags less SA_RESETHAND (so the
+ * kernel blocks what it would have while the handler runs). The previous
+ * disposition, as installed, goes to prev (may be NULL). Returns 0 or -1
+ * (errno set) with nothing changed.
+ */
+static int report_wrap(int i, int sig, const struct sigaction *act, struct sigaction *prev)
+{
+	struct sigaction tramp = *act, view = report_view[i], prog = report_prog[i];
+	int st = atomic_load(&report_state[i]), rc;
+
+	tramp.sa_flags = (act->sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
+	tramp.sa_sigaction = report_on_oneshot;
+	report_prog[i] = *act;
+	report_view[i] = *act;
+	atomic_store(&report_state[i], REPORT_WRAPPED);
+	rc = dlreal_sigaction(sig, &tramp, prev);
+	if (rc != 0) {
+		report_prog[i] = prog;
+		report_view[i] = view;
+		atomic_store(&report_state[i], st);
+	}
+	return rc;
+}
+
+/*
+ * Whether the shim's handler (or its wrapper of a run-once handler) is
+ * still the one installed for sig. A route no hook sees (a raw
+ * rt_sigaction system call, glibc's sigignore) may have replaced it: then
+ * the signal is the program's again.
  */
 static int report_still_ours(int sig)
 {
 	struct sigaction cur;
 
-	return dlreal_sigaction(sig, NULL, &cur) != 0 || cur.sa_handler == report_on_signal;
+	return dlreal_sigaction(sig, NULL, &cur) != 0 || cur.sa_handler == report_on_signal ||
+	       cur.sa_sigaction == report_on_oneshot;
+}
+
+/*
+ * report_sigaction for a signal the shim owns or wraps (state st), act
+ * not NULL: SIG_DFL is kept in the shim's hands, a run-once handler is
+ * wrapped, anything else is installed and the signal is the program's.
+ * The program is told view, what it believed installed.
+ */
+static int report_set_held(int i, int sig, int st, const struct sigaction *want, struct sigaction *oldact)
+{
+	struct sigaction view = report_view[i], ours;
+	int rc;
+
+	if (want->sa_handler == SIG_DFL) {
+		if (st == REPORT_WRAPPED) {
+			ours = report_handler_action();
+			if ((rc = dlreal_sigaction(sig, &ours, NULL)) != 0)
+				return rc;
+			atomic_store(&report_state[i], REPORT_OWNED);
+		}
+		report_view[i] = *want;
+	} else if (report_is_oneshot(want)) {
+		if ((rc = report_wrap(i, sig, want, NULL)) != 0)
+			return rc;
+	} else {
+		if ((rc = dlreal_sigaction(sig, want, NULL)) != 0)
+			return rc;
+		atomic_store(&report_state[i], REPORT_PROGRAM);
+	}
+	if (oldact)
+		*oldact = view;
+	return 0;
 }
 
 int report_sigaction(int sig, const struct sigaction *act, struct sigaction *oldact)
 {
-	struct sigaction want, view, prev, ours;
-	int i = report_sig_index(sig), rc;
+	struct sigaction want, prev, ours;
+	int i = report_sig_index(sig), rc, st;
 
-	if (i < 0 || atomic_load(&report_dying) || (act && act->sa_handler == report_on_signal))
+	if (i < 0 || atomic_load(&report_dying) ||
+	    (act && (act->sa_handler == report_on_signal || act->sa_sigaction == report_on_oneshot)))
 		return dlreal_sigaction(sig, act, oldact);
 	if (act)
 		want = *act;	/* act and oldact may be one struct */
-	if (atomic_load(&report_owned[i]) && !report_still_ours(sig))
-		atomic_store(&report_owned[i], 0);
-	if (atomic_load(&report_owned[i])) {
-		view = report_view[i];
-		if (act == NULL) {
-			if (oldact)
-				*oldact = view;
-			return 0;
-		}
-		if (want.sa_handler == SIG_DFL) {
-			report_view[i] = want;
-			if (oldact)
-				*oldact = view;
-			return 0;
-		}
-		rc = dlreal_sigaction(sig, &want, NULL);
-		if (rc == 0) {
-			atomic_store(&report_owned[i], 0);
-			if (oldact)
-				*oldact = view;
-		}
-		return rc;
+	st = atomic_load(&report_state[i]);
+	if (st != REPORT_PROGRAM && !report_still_ours(sig)) {
+		atomic_store(&report_state[i], REPORT_PROGRAM);
+		st = REPORT_PROGRAM;
 	}
-	if (act && want.sa_handler == SIG_DFL && atomic_load(&report_thread_up)) {
+	if (st != REPORT_PROGRAM) {
+		if (act)
+			return report_set_held(i, sig, st, &want, oldact);
+		if (oldact)
+			*oldact = report_view[i];
+		return 0;
+	}
+	if (!act || !atomic_load(&report_thread_up))
+		return dlreal_sigaction(sig, act, oldact);
+	if (want.sa_handler == SIG_DFL) {
 		ours = report_handler_action();
 		rc = dlreal_sigaction(sig, &ours, &prev);
 		if (rc == 0) {
 			report_view[i] = want;
-			atomic_store(&report_owned[i], 1);
-			if (oldact)
-				*oldact = prev;
+			atomic_store(&report_state[i], REPORT_OWNED);
 		}
-		return rc;
+	} else if (report_is_oneshot(&want)) {
+		rc = report_wrap(i, sig, &want, &prev);
+	} else {
+		return dlreal_sigaction(sig, act, oldact);
 	}
-	return dlreal_sigaction(sig, act, oldact);
+	if (rc == 0 && oldact)
+		*oldact = prev;
+	return rc;
 }
 
-/* The calls go to the C library's sigaction (dlreal), never through the exported hook. */
+/*
+ * The calls go to the C library's sigaction (dlreal), never through the
+ * exported hook. A run-once handler found in place is wrapped; should the
+ * signal come between the look and the wrap, the kernel has reset it and
+ * the wrapper runs the program's handler a second time: the window is a
+ * few instructions, once per process.
+ */
 void report_take_signals(void)
 {
 	struct sigaction cur, ours = report_handler_action();
-	int i;
+	int i, sig;
 
 	for (i = 0; i < REPORT_NSIGS; i++) {
-		if (dlreal_sigaction(report_sigs[i], NULL, &cur) != 0 || cur.sa_handler != SIG_DFL)
+		sig = report_sigs[i];
+		if (dlreal_sigaction(sig, NULL, &cur) != 0)
 			continue;
-		if (dlreal_sigaction(report_sigs[i], &ours, NULL) != 0)
+		if (report_is_oneshot(&cur)) {
+			(void)report_wrap(i, sig, &cur, NULL);
+			continue;
+		}
+		if (cur.sa_handler != SIG_DFL || dlreal_sigaction(sig, &ours, NULL) != 0)
 			continue;
 		report_view[i] = cur;
-		atomic_store(&report_owned[i], 1);
+		atomic_store(&report_state[i], REPORT_OWNED);
 	}
 }
 

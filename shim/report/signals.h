@@ -34,6 +34,18 @@
  * no hook sees (a raw rt_sigaction system call, as the Go runtime makes)
  * ends the ownership when report_sigaction next finds it in place of the
  * shim's: from then on the program is told what is really installed.
+ *
+ * A handler set to run once (SA_RESETHAND: sysv_signal, a strict ISO C
+ * build's signal, or sigaction with the flag), set before or after the
+ * start, is wrapped: the shim installs its own handler with the
+ * program's mask and flags less SA_RESETHAND (report_on_oneshot), and
+ * the program is told its own action. At the first delivery the wrapper
+ * does what the kernel would have done, SIG_DFL back (shown to the
+ * program with its flags and mask), but with the shim's handler standing
+ * in for that default, then calls the program's handler; so the next
+ * such signal leaves the final report and kills, as the default would.
+ * The program's handler itself is never replaced, and runs as the kernel
+ * would have run it (same mask, same siginfo and context).
  */
 #ifndef VRAMPOOL_SIGNALS_H
 #define VRAMPOOL_SIGNALS_H

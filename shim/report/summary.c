@@ -60,11 +60,30 @@ static uint64_t summary_suggest_row(const struct stats_size *sizes, int n, int *
 }
 
 /*
+ * VRAMPOOL_LAYOUT was set and rejected at load (why: the parser's
+ * reason): said as such, never as a missing layout, with the sizes seen.
+ * The pass-through read no row, so the row size is not guessed from them.
+ */
+static void summary_rejected_layout(struct sbuf *b, const char *why)
+{
+	char list[640];
+
+	if (!report_sizes_list(list, sizeof(list), REPORT_SUGGEST_SIZES)) {
+		sbuf_line(b, "vrampool: VRAMPOOL_LAYOUT was rejected at load (%s); no host-to-device copy seen",
+			  why);
+		return;
+	}
+	sbuf_line(b, "vrampool: VRAMPOOL_LAYOUT was rejected at load (%s); copy sizes seen (most bytes "
+		  "first): %s; fix the layout, or find the row size with `vrampool run --dry "
+		  "--layout auto -- PROGRAM` (VRAMPOOL=dry VRAMPOOL_LAYOUT=auto)", why, list);
+}
+
+/*
  * The "no layout" line: the evidence's suggestion when the content was
  * examined, else the sizes seen, most bytes first, and a suggestion from
- * them.
+ * them. A layout that was set and rejected is said so (d's layout_error).
  */
-static void summary_suggestion(struct sbuf *b)
+static void summary_suggestion(struct sbuf *b, const struct stats_dump *d)
 {
 	struct stats_size sizes[STATS_MAX_SIZES];
 	char suggest[STATS_TEXT_MAX], evidence[STATS_TEXT_MAX];
@@ -72,6 +91,10 @@ static void summary_suggestion(struct sbuf *b)
 	uint64_t row;
 	int n, common;
 
+	if (d && d->layout_error && d->layout_error[0] != '\0') {
+		summary_rejected_layout(b, d->layout_error);
+		return;
+	}
 	report_get_text(STATS_SUGGEST, suggest, sizeof(suggest));
 	report_get_text(STATS_EVIDENCE, evidence, sizeof(evidence));
 	if (suggest[0] != '\0') {
@@ -298,6 +321,12 @@ int report_format_summary(char *buf, size_t len, const struct stats_dump *d)
 		sbuf_line(&b, "vrampool: dry run (no pool of its own): %llu host-to-device copies, "
 			  "%s requested, %s crossed PCIe",
 			  (unsigned long long)calls, log_bytes(b1, sizeof(b1), req), log_bytes(b2, sizeof(b2), h2d));
+	} else if (!stats_global.enabled && d && d->problem && d->problem[0] != '\0') {
+		/* the variable's own line at load said what is wrong: named here, not repeated */
+		sbuf_line(&b, "vrampool: pass-through, pool off by a malformed %.*s%s: %llu host-to-device copies, "
+			  "%s requested, %s crossed PCIe", (int)strcspn(d->problem, "="), d->problem,
+			  d->invalid > 1 ? " (and others)" : "",
+			  (unsigned long long)calls, log_bytes(b1, sizeof(b1), req), log_bytes(b2, sizeof(b2), h2d));
 	} else if (!stats_global.enabled) {
 		sbuf_line(&b, "vrampool: pass-through, pool off: %llu host-to-device copies, "
 			  "%s requested, %s crossed PCIe",
@@ -328,11 +357,11 @@ int report_format_summary(char *buf, size_t len, const struct stats_dump *d)
 			  (unsigned long long)stats_get(ST_POOL_SLABS), stats_get(ST_POOL_SLABS) == 1 ? "" : "s", b4);
 	}
 	/* Why the pool is not serving, as the JSON says it. Without a layout
-	 * the suggestion below says it; a plain VRAMPOOL=off or a dry run the
-	 * first line. */
+	 * the suggestion below says it; VRAMPOOL=off, a dry run or a malformed
+	 * variable the first line (a malformed variable's own line at load
+	 * said what is wrong: DESIGN.md's one clear line, not repeated). */
 	reason = report_reason(d, why, sizeof(why));
-	if (reason && layout[0] != '\0' && !dry &&
-	    (stats_global.enabled || (d && d->problem && d->problem[0] != '\0')))
+	if (reason && layout[0] != '\0' && !dry && stats_global.enabled)
 		sbuf_line(&b, "vrampool: pool %s: %s", stats_state_name(stats_state()), reason);
 	/* What a spec standing aside did not look at, the curve cannot count. */
 	summary_whatif(&b, summary_ledger(&b) || stood);
@@ -352,7 +381,7 @@ int report_format_summary(char *buf, size_t len, const struct stats_dump *d)
 			  (unsigned long long)stats_get(ST_ADMIT_ENGAGEMENTS),
 			  (unsigned long long)stats_get(ST_ADMIT_DISENGAGEMENTS));
 	if (layout[0] == '\0')
-		summary_suggestion(&b);
+		summary_suggestion(&b, d);
 	return (int)b.used;
 }
 

@@ -27,11 +27,12 @@
  * Formats the human summary, several "vrampool: " lines, into buf
  * (NUL-terminated; cut at a line's end when too small, REPORT_SUMMARY_MAX
  * suffices):
- *  - the copies and bytes, served share;
+ *  - the copies and bytes, served share; for a pool off by a malformed
+ *    variable, its name only (its own line at load said the rest);
  *  - rows and pool, with the budget ("budget not decided" only while the
  *    probe has not run);
- *  - for a pool that is not active (or has a reason), "pool STATE: why",
- *    the same reason as the JSON's (report_reason);
+ *  - for a pool that is on but not active (or has a reason), "pool
+ *    STATE: why", the same reason as the JSON's (report_reason);
  *  - the what-if line, "a budget of X would have served Y% (Z of W
  *    matched bytes)" when a budget of X, the unique bytes seen, is more
  *    than the run's and would have served more than the run did, else
@@ -41,7 +42,9 @@
  *  - when pooling stood down (now, or stand_downs > 0), that rows did not
  *    repeat, "after N copies": copies.matched_calls less copies.stood_down;
  *  - without a layout, a suggestion: the evidence's (STATS_SUGGEST) when
- *    set, else from the copy sizes seen, most bytes first, at most five.
+ *    set, else from the copy sizes seen, most bytes first, at most five;
+ *    for a VRAMPOOL_LAYOUT that was rejected, that it was and why (d's
+ *    layout_error), with the sizes seen.
  * Text fields are written with control characters as '?'. d may be NULL.
  * Returns the length.
  */

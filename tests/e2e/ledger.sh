@@ -178,5 +178,20 @@ check "VRAMPOOL_LEDGER=force pools 64 B rows and says the ledger would stand asi
 check "147 KiB rows at 4 GB/s keep pooling, on a link measured from the program's copies" large_pools
 check "a device that serves hits slower than the link saves nothing: the spec stands aside and says why" slow_serving
 check "alternating data and label copies are each sampled: the data rows resume pooling" alternating_resume
+# The dump's specs[].index is where the spec stands in the layout as
+# written (the man page), not its place in the matching order (largest
+# row first): in 3072,whole:1M,6144 the 6144 B spec is index 2.
+spec_index_as_written() {
+	led_run index VRAMPOOL_LAYOUT=3072,whole:1M,6144 VRAMPOOL_LEDGER=force -- --samples 64 --epochs 2 ||
+		return 1
+	python3 - "$TMP/index.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+got = {s["row"]: s["index"] for s in d["specs"]}
+assert got.get(6144) == 2, got
+assert got.get(3072, 0) == 0, got
+PY
+}
+check "a spec's index in the dump is its place in the layout as written" spec_index_as_written
 check "a malformed VRAMPOOL_LINK_GBPS is one line, then pass-through" malformed VRAMPOOL_LINK_GBPS fast
 check "a malformed VRAMPOOL_LEDGER is one line, then pass-through" malformed VRAMPOOL_LEDGER maybe

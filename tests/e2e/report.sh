@@ -104,6 +104,68 @@ for sig in TERM INT HUP; do
 		signal_ends_job $sig
 done
 
+# early_ends MODE END SIG [APP]: build/apps/early (or APP) makes one CUDA
+# call the shim does not hook (MODE), then exits (END exit) or is sent SIG
+# once ready (END wait). The exit status is the one without the shim, and
+# the final dump and the summary are there, ended by exit or by SIG.
+early_ends() {
+	local mode=$1 end=$2 sig=$3 app=${4:-$B/apps/early} tag pid rc0 rc1 ended_by=exit shim
+	tag=early-$(basename "$app")-$mode-$end-$sig
+	for shim in no yes; do
+		if [ "$shim" = yes ]; then
+			dfl env VRAMPOOL_STATS="$TMP/$tag.json" LD_PRELOAD="$SHIM" "$app" "$mode" "$end" \
+				>"$TMP/$tag.out" 2>"$TMP/$tag.err" &
+		else
+			dfl "$app" "$mode" "$end" >"$TMP/$tag.out" 2>"$TMP/$tag.err" &
+		fi
+		pid=$!
+		if [ "$end" = wait ]; then
+			wait_for grep -q '^ready' "$TMP/$tag.out" || { kill -KILL $pid; return 1; }
+			kill -"$sig" $pid
+		fi
+		wait $pid
+		rc1=$?
+		[ "$shim" = no ] && rc0=$rc1
+	done
+	[ "$end" = wait ] && ended_by=SIG$sig
+	[ "$rc1" = "$rc0" ] || { echo "exit $rc1 with the shim, $rc0 without"; return 1; }
+	json_ok "$TMP/$tag.json" "d['final'] is True and d['ended_by'] == '$ended_by'" || return 1
+	grep -q '^vrampool: 0 host-to-device copies' "$TMP/$tag.err" || { cat "$TMP/$tag.err"; return 1; }
+}
+early_linked() {
+	local mode sig
+	for mode in setdevice hostalloc stream; do
+		early_ends "$mode" exit - || { echo "== $mode, exit"; return 1; }
+	done
+	for sig in TERM INT HUP; do
+		early_ends setdevice wait $sig || { echo "== setdevice, SIG$sig"; return 1; }
+	done
+	early_ends stream wait TERM || { echo "== stream, SIGTERM"; return 1; }
+}
+check "a program linked against CUDA that ends (exit, SIGTERM, SIGINT, SIGHUP) after only cudaSetDevice, cudaHostAlloc or cudaStreamCreate leaves its summary and final dump" \
+	early_linked
+early_lookup() {
+	early_ends getproc exit - "$B/apps/early_drv" || return 1
+	early_ends getproc wait TERM "$B/apps/early_drv"
+}
+check "a program that reaches the driver through cuGetProcAddress (a static runtime's way) and ends before its first copy leaves its summary and final dump" \
+	early_lookup
+non_cuda_silent() {
+	local rc
+	# shellcheck disable=SC2016
+	(dfl env VRAMPOOL_STATS="$TMP/nocuda.json" LD_PRELOAD="$SHIM" sh -c 'kill -TERM $$; sleep 5') \
+		>"$TMP/nocuda.out" 2>"$TMP/nocuda.err"
+	rc=$?
+	[ "$rc" = 143 ] || { echo "exit $rc"; return 1; }
+	[ ! -e "$TMP/nocuda.json" ] || { echo "a dump was written"; return 1; }
+	[ ! -s "$TMP/nocuda.err" ] || { cat "$TMP/nocuda.err"; return 1; }
+	env VRAMPOOL_STATS="$TMP/nocuda2.json" LD_PRELOAD="$SHIM" "$B/apps/early_drv" none exit \
+		>/dev/null 2>"$TMP/nocuda2.err"
+	[ $? = 7 ] && [ ! -e "$TMP/nocuda2.json" ] && [ ! -s "$TMP/nocuda2.err" ]
+}
+check "a process that never touches CUDA (a shell, a program not linked against it) stays silent, at exit and under SIGTERM" \
+	non_cuda_silent
+
 # The dump on disk while the job runs: "final": false, then, after SIGKILL, still there.
 running_dump() {
 	local pid
@@ -221,6 +283,31 @@ signal_routes() {
 check "a handler set and SIG_DFL set back through signal, sigaction, bsd_signal, ssignal, sysv_signal, __sysv_signal or sigset: the program sees and ends as without the shim" \
 	signal_routes
 
+# A handler set to run once (SA_RESETHAND, sysv_signal): the first SIGTERM
+# runs it, the program is told SIG_DFL after, and the second SIGTERM ends
+# it by the default, as without the shim, leaving the final dump.
+oneshot_handler() {
+	local route tag rc0 rc1
+	for route in sigaction sysv_signal; do
+		tag=oneshot-$route
+		(dfl "$B/apps/oneshot" "$route") >"$TMP/$tag.0" 2>&1
+		rc0=$?
+		(dfl env VRAMPOOL_STATS="$TMP/$tag.json" VRAMPOOL_QUIET=1 LD_PRELOAD="$SHIM" \
+			"$B/apps/oneshot" "$route") >"$TMP/$tag.1" 2>&1
+		rc1=$?
+		if [ "$rc0" != 143 ] || [ "$rc1" != 143 ] || ! cmp -s "$TMP/$tag.0" "$TMP/$tag.1"; then
+			echo "== $route: exit $rc1 with the shim, $rc0 without (want 143)"
+			diff "$TMP/$tag.0" "$TMP/$tag.1"
+			return 1
+		fi
+		grep -q '^handler ran' "$TMP/$tag.1" || { cat "$TMP/$tag.1"; return 1; }
+		json_ok "$TMP/$tag.json" "d['final'] is True and d['ended_by'] == 'SIGTERM'" ||
+			{ echo "== $route: no final dump ended by SIGTERM"; return 1; }
+	done
+}
+check "a handler that runs once (SA_RESETHAND, sysv_signal): the second SIGTERM ends the job as without the shim and leaves the final dump" \
+	oneshot_handler
+
 python_keyboard_interrupt() {
 	local pid rc without
 	dfl python3 "$PYLOOP" "$CUDART" >"$TMP/py0.out" 2>"$TMP/py0.err" &
@@ -279,9 +366,11 @@ missing_stats_dir() {
 	grep -q 'verified OK' "$TMP/nodir.out" || return 1
 	head -n 1 "$TMP/nodir.err" | grep -q "^vrampool: VRAMPOOL_STATS: cannot write in '$TMP/nope'" ||
 		{ cat "$TMP/nodir.err"; return 1; }
-	grep -q '^vrampool: [0-9]* host-to-device copies' "$TMP/nodir.err"
+	grep -q '^vrampool: [0-9]* host-to-device copies' "$TMP/nodir.err" || return 1
+	# at load only: the periodic and the final writes that fail the same way say nothing more
+	[ "$(grep -c "$TMP/nope" "$TMP/nodir.err")" = 1 ] || { cat "$TMP/nodir.err"; return 1; }
 }
-check "a stats directory that does not exist is reported at load time, and the job runs on" missing_stats_dir
+check "a stats directory that does not exist is reported at load time only, and the job runs on" missing_stats_dir
 
 stats_to_a_device_or_fifo() {
 	# a stats path through a link to a FIFO a collector reads: the dump

@@ -72,7 +72,7 @@ exports_only_interposed() {
 }
 check "the library exports only the interposed entry points (and dlsym, dlvsym and the signal setters)" exports_only_interposed
 
-# bad_var VAR VALUE WORD: one line on stderr naming VAR, the run intact and counted.
+# bad_var VAR VALUE: one line on stderr naming VAR, the run intact and counted.
 bad_var() {
 	local var=$1 value=$2 tag=bad-$1
 	# shellcheck disable=SC2086
@@ -81,8 +81,16 @@ bad_var() {
 	local lines
 	lines=$(grep -c "^vrampool: $var=" "$TMP/$tag.err")
 	[ "$lines" = 1 ] || { cat "$TMP/$tag.err"; return 1; }
-	[ "$(grep "^vrampool: $var=" "$TMP/$tag.err" | wc -l)" = 1 ] || return 1
 	grep "^vrampool: $var=" "$TMP/$tag.err" | grep -q 'expected' || return 1
+	# one line: the summary names the variable and does not repeat the line
+	[ "$(grep -c "$var='$value'" "$TMP/$tag.err")" = 1 ] || { cat "$TMP/$tag.err"; return 1; }
+	grep -q "^vrampool: pass-through, pool off by a malformed $var: " "$TMP/$tag.err" ||
+		{ cat "$TMP/$tag.err"; return 1; }
+	# a rejected layout is said as such, never as a missing one
+	if [ "$var" = VRAMPOOL_LAYOUT ]; then
+		grep -q "^vrampool: VRAMPOOL_LAYOUT was rejected at load (bad dtype 'f8'" "$TMP/$tag.err" &&
+			! grep -q 'no VRAMPOOL_LAYOUT set' "$TMP/$tag.err" || { cat "$TMP/$tag.err"; return 1; }
+	fi
 	# malformed means pass-through: nothing served, everything counted
 	python3 "$ROOT/tests/e2e/check_stats.py" "$TMP/$tag.json" "$TMP/$tag.fake.json" --calls \
 		--expect enabled=false --expect bytes.served_from_pool=0

@@ -106,6 +106,44 @@ static void test_explain(void)
 	CU_ASSERT(strstr(why, "the program holds") != NULL);
 }
 
+/*
+ * A budget below one row is said as asked (a size, a share) or as auto
+ * gave it, never as the 0 the pool is left with, with why no row fits.
+ */
+static void test_explain_below_one_row(void)
+{
+	struct config c = t_auto();
+	struct budget_probe p;
+	char why[512];
+
+	c.budget_kind = BUDGET_BYTES;
+	c.budget_bytes = 1000;
+	CU_ASSERT_EQUAL(t_decide(&c, 1 * GIB, 64 * MIB, 3072, &p), 0);
+	budget_explain(&c, &p, why, sizeof(why));
+	CU_ASSERT(strstr(why, "asked for, 1000 B, is below one row (3.0 KiB)") != NULL);
+	CU_ASSERT(strstr(why, "nothing is pooled") != NULL);
+	CU_ASSERT(strstr(why, "(0 B)") == NULL);
+	/* a size above what is free, and what is free below one row */
+	c.budget_bytes = 8 * GIB;
+	CU_ASSERT_EQUAL(t_decide(&c, 2048, 64 * MIB, 3072, &p), 0);
+	budget_explain(&c, &p, why, sizeof(why));
+	CU_ASSERT(strstr(why, "asked for 8.0 GiB, more than the 2.0 KiB free") != NULL);
+	CU_ASSERT(strstr(why, "below one row (3.0 KiB)") != NULL);
+	CU_ASSERT(strstr(why, "(0 B)") == NULL);
+	c.budget_kind = BUDGET_SHARE;
+	c.budget_share = 0.000001;
+	CU_ASSERT_EQUAL(t_decide(&c, 1 * GIB, 64 * MIB, 3072, &p), 0);
+	budget_explain(&c, &p, why, sizeof(why));
+	CU_ASSERT(strstr(why, "0.0001% of the 1.0 GiB free at the probe (1.0 KiB), is below one row") != NULL);
+	c = t_auto();
+	c.reserve_batches = 0;
+	CU_ASSERT_EQUAL(t_decide(&c, 512 * MIB + 2048, 64 * MIB, 3072, &p), 0);
+	CU_ASSERT_EQUAL(p.limit, BUDGET_LIMIT_ROW);
+	budget_explain(&c, &p, why, sizeof(why));
+	CU_ASSERT(strstr(why, "the budget auto gives, 2.0 KiB (") != NULL);
+	CU_ASSERT(strstr(why, "is below one row (3.0 KiB)") != NULL);
+}
+
 static void test_slab_size(void)
 {
 	/* a slab is at most the slab size and at most what the budget still allows */
@@ -125,6 +163,7 @@ static const CU_TestInfo tests[] = {
 	{ "sizes and shares are honoured down to one row, capped at free memory",
 	  test_sizes_and_shares },
 	{ "a dormant budget is explained with the variable to set", test_explain },
+	{ "a budget below one row is explained as asked, not as 0 B", test_explain_below_one_row },
 	{ "a slab is at most the slab size and what the budget still allows", test_slab_size },
 	CU_TEST_INFO_NULL,
 };

@@ -233,6 +233,70 @@ static void test_empty_is_unset(void)
 	assert_defaults(&c);
 }
 
+/*
+ * One reading for every variable (issue: the layout trimmed spaces and
+ * took lower case only, the others refused spaces): spaces, tabs and line
+ * ends around a value are left out, a value of nothing but those is
+ * unset, keywords are read in any case; inside a value spaces are still
+ * refused, and the paths are taken as written.
+ */
+static void test_one_reading(void)
+{
+	static const char *const names[] = {
+		"VRAMPOOL", "VRAMPOOL_LAYOUT", "VRAMPOOL_BUDGET", "VRAMPOOL_PROBE_AFTER", "VRAMPOOL_LEDGER",
+		"VRAMPOOL_LINK_GBPS", "VRAMPOOL_WHATIF_MEM", "VRAMPOOL_TELEMETRY_S", "VRAMPOOL_QUIET",
+	};
+	struct config c;
+	char out[256];
+	size_t i;
+
+	expect_good(&c, "VRAMPOOL", " dry\n");
+	CU_ASSERT(c.dry);
+	expect_good(&c, "VRAMPOOL_LAYOUT", "\tu8:3x224x224 ");
+	CU_ASSERT_EQUAL(c.layout.rows[0], 150528);
+	CU_ASSERT_STRING_EQUAL(c.layout.text, "u8:3x224x224");
+	expect_good(&c, "VRAMPOOL_LAYOUT", " AUTO ");
+	CU_ASSERT(c.has_layout && c.layout.is_auto);
+	CU_ASSERT_STRING_EQUAL(c.layout.text, "auto");
+	expect_good(&c, "VRAMPOOL_LAYOUT", "U8:3x4,WHOLE:1M,F32:2");
+	CU_ASSERT_EQUAL(c.layout.nrows, 2);
+	CU_ASSERT(c.layout.has_whole);
+	expect_good(&c, "VRAMPOOL_BUDGET", " AUTO");
+	CU_ASSERT_EQUAL(c.budget_kind, BUDGET_AUTO);
+	expect_good(&c, "VRAMPOOL_BUDGET", " 8G\n");
+	CU_ASSERT_EQUAL(c.budget_bytes, 8ULL << 30);
+	expect_good(&c, "VRAMPOOL_BUDGET", "50% ");
+	CU_ASSERT_EQUAL(c.budget_kind, BUDGET_SHARE);
+	expect_good(&c, "VRAMPOOL_LEDGER", "Force ");
+	CU_ASSERT_EQUAL(c.ledger, LEDGER_FORCE);
+	expect_good(&c, "VRAMPOOL_LEDGER", "OFF");
+	CU_ASSERT_EQUAL(c.ledger, LEDGER_OFF);
+	expect_good(&c, "VRAMPOOL_PROBE_AFTER", " 5 ");
+	CU_ASSERT_EQUAL(c.probe_after, 5);
+	expect_good(&c, "VRAMPOOL_LINK_GBPS", "12.5\n");
+	CU_ASSERT_DOUBLE_EQUAL(c.link_gbps, 12.5, 1e-9);
+	expect_good(&c, "VRAMPOOL_TELEMETRY_S", " 3 ");
+	CU_ASSERT_EQUAL(c.telemetry_s, 3);
+	expect_good(&c, "VRAMPOOL_QUIET", " YES ");
+	CU_ASSERT(c.quiet);
+	/* inside a value, spaces are still refused */
+	expect_bad(&c, "VRAMPOOL_BUDGET", "8 G", "expected auto");
+	expect_bad(&c, "VRAMPOOL_LAYOUT", "u8:3 x4", "bad shape");
+	/* nothing but spaces is unset, as empty is: no complaint, the defaults */
+	env[0] = NULL;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		env_add(names[i], " \t ");
+	CU_ASSERT_EQUAL(load_captured(&c, out, sizeof(out)), 0);
+	CU_ASSERT_STRING_EQUAL(out, "");
+	CU_ASSERT_EQUAL(c.enabled, 1);
+	CU_ASSERT_EQUAL(c.has_layout, 0);
+	assert_defaults(&c);
+	/* a path is taken as written */
+	expect_good(&c, "VRAMPOOL_STATS", " /tmp/a b.json ");
+	CU_ASSERT_STRING_EQUAL(c.stats_path, " /tmp/a b.json ");
+	log_set_verbose(0);
+}
+
 static void test_switch(void)
 {
 	struct config c;
@@ -290,9 +354,12 @@ static void test_layout_var(void)
 	CU_ASSERT_EQUAL(c.enabled, 1);
 	CU_ASSERT_EQUAL(c.has_layout, 1);
 	CU_ASSERT_EQUAL(c.layout.rows[0], 150528);
+	CU_ASSERT_STRING_EQUAL(c.layout_error, "");
 	expect_bad(&c, "VRAMPOOL_LAYOUT", "f8:3x3", "expected u8");
 	CU_ASSERT_EQUAL(c.has_layout, 0);
 	CU_ASSERT_EQUAL(c.layout.nrows, 0);
+	/* the parser's reason is kept for the summary (a rejected layout is no missing one) */
+	CU_ASSERT(strncmp(c.layout_error, "bad dtype 'f8' in 'f8:3x3' (expected u8", 39) == 0);
 	expect_bad(&c, "VRAMPOOL_LAYOUT", "whole:1M,whole:2M", "at most one whole:MIN");
 }
 
@@ -350,7 +417,7 @@ static void test_counts(void)
 	expect_bad(&c, "VRAMPOOL_THREADS", "0", "from 1 to 256");
 	CU_ASSERT_EQUAL(c.threads, 0);
 	expect_bad(&c, "VRAMPOOL_THREADS", "257", "from 1 to 256");
-	expect_bad(&c, "VRAMPOOL_THREADS", " 4", "from 1 to 256");
+	expect_bad(&c, "VRAMPOOL_THREADS", "4 4", "from 1 to 256");
 
 	expect_good(&c, "VRAMPOOL_TELEMETRY_S", "1");
 	CU_ASSERT_EQUAL(c.telemetry_s, 1);
@@ -524,7 +591,7 @@ static void test_whatif_mem(void)
 
 static void test_ledger_vars(void)
 {
-	static const char *const bad_links[] = { "fast", "0", "0.001", "200000", "-4", "1e3", "16 ", "1.2.3", "16GB",
+	static const char *const bad_links[] = { "fast", "0", "0.001", "200000", "-4", "1e3", "1 6", "1.2.3", "16GB",
 						 "1234567890123" };
 	struct config c;
 
@@ -792,6 +859,8 @@ static void test_warn_job_sets_marker(void)
 static const CU_TestInfo tests[] = {
 	{ "with nothing set the defaults of DESIGN.md hold", test_defaults },
 	{ "an empty value counts as unset", test_empty_is_unset },
+	{ "every value is read alike: spaces around it left out, keywords in any case, paths as written",
+	  test_one_reading },
 	{ "VRAMPOOL takes on, off, 1 and 0, and off is silent pass-through", test_switch },
 	{ "VRAMPOOL takes the usual spellings of on and off in any case, and so do the flags",
 	  test_switch_spellings },

@@ -237,6 +237,44 @@ static void test_empty_layout_matches_nothing(void)
 	CU_ASSERT_EQUAL(layout_max_row(&l), 0);
 }
 
+/*
+ * Matching goes largest row first, but a spec's index in the layout is
+ * where the user wrote it (the dump's specs[].index): whole:MIN counts in
+ * the positions, a duplicate keeps its first one, a layout built in code
+ * has its matching order.
+ */
+static void test_positions_as_written(void)
+{
+	struct layout l;
+	struct layout_hit h;
+
+	if (parse_ok(&l, "3072, whole:1M ,8192@1,147K,3072@2") != 0)
+		return;
+	CU_ASSERT_EQUAL(l.nrows, 3);
+	CU_ASSERT_EQUAL(l.rows[0], 150528);
+	CU_ASSERT_EQUAL(l.rows[1], 8192);
+	CU_ASSERT_EQUAL(l.rows[2], 3072);
+	CU_ASSERT_EQUAL(layout_position(&l, 0), 3);
+	CU_ASSERT_EQUAL(layout_position(&l, 1), 2);
+	CU_ASSERT_EQUAL(layout_position(&l, 2), 0);
+	CU_ASSERT_EQUAL(l.prio[2], 2);
+	CU_ASSERT_EQUAL(layout_position(&l, -1), -1);
+	/* matching order is unchanged: the largest dividing row, its sorted index */
+	CU_ASSERT_EQUAL(layout_match_hit(&l, 2 * 150528, &h), 1);
+	CU_ASSERT_EQUAL(h.spec, 0);
+	CU_ASSERT_EQUAL(layout_match_hit(&l, 3 * 8192, &h), 1);
+	CU_ASSERT_EQUAL(h.spec, 1);
+	CU_ASSERT_EQUAL(layout_position(&l, h.spec), 2);
+	CU_ASSERT_EQUAL(layout_position(NULL, 1), 1);
+	/* a layout built in code (the automatic one) has no other order */
+	memset(&l, 0, sizeof(l));
+	l.nrows = 2;
+	l.rows[0] = 8192;
+	l.rows[1] = 3072;
+	layout_format(&l);
+	CU_ASSERT_EQUAL(layout_position(&l, 1), 1);
+}
+
 static const CU_TestInfo tests[] = {
 	{ "a plain byte count is one row size", test_plain_bytes },
 	{ "K, M, G and KiB suffixes are binary multiples", test_suffixes },
@@ -252,6 +290,8 @@ static const CU_TestInfo tests[] = {
 	{ "error messages are one printable line that fits the buffer",
 	  test_messages_are_one_printable_line },
 	{ "an empty layout matches nothing", test_empty_layout_matches_nothing },
+	{ "a spec's index is where the user wrote it, whatever the matching order",
+	  test_positions_as_written },
 	CU_TEST_INFO_NULL,
 };
 

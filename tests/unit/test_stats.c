@@ -314,6 +314,37 @@ static void test_json_who_and_when(void)
 	json_decref(root);
 }
 
+/*
+ * A VRAMPOOL_LAYOUT rejected at load is said as rejected, with the
+ * parser's reason, never as no layout set (the pool is off, the mode
+ * off, as for VRAMPOOL=off, but the user asked for no pass-through).
+ */
+static void test_rejected_layout_said(void)
+{
+	struct stats_dump bad = {
+		.problem = "VRAMPOOL_LAYOUT='u8:0x3' is not a layout: bad shape in 'u8:0x3' (expected dims >= 1 "
+			   "like 3x224x224)",
+		.invalid = 1,
+		.layout_error = "bad shape in 'u8:0x3' (expected dims >= 1 like 3x224x224)",
+	};
+	char *s;
+
+	whatif_reset();
+	stats_reset(0, NULL);
+	s = summary_d(&bad);
+	CU_ASSERT(strstr(s, "vrampool: VRAMPOOL_LAYOUT was rejected at load (bad shape in 'u8:0x3' (expected "
+			    "dims >= 1 like 3x224x224)); no host-to-device copy seen\n") != NULL);
+	CU_ASSERT(strstr(s, "no VRAMPOOL_LAYOUT set") == NULL);
+	free(s);
+	stats_note_size(196608);
+	s = summary_d(&bad);
+	CU_ASSERT(strstr(s, "VRAMPOOL_LAYOUT was rejected at load (bad shape in 'u8:0x3' (expected dims >= 1 "
+			    "like 3x224x224)); copy sizes seen (most bytes first): 196608 (x1, ") != NULL);
+	CU_ASSERT(strstr(s, "no VRAMPOOL_LAYOUT set") == NULL);
+	CU_ASSERT(strstr(s, "VRAMPOOL=off reads no row") == NULL);
+	free(s);
+}
+
 /* The dump's reason and the summary's agree; each state says why. */
 static void test_reason_falls_back(void)
 {
@@ -326,7 +357,9 @@ static void test_reason_falls_back(void)
 	CU_ASSERT_STRING_EQUAL(report_reason(NULL, buf, sizeof(buf)), "VRAMPOOL=off");
 	CU_ASSERT_STRING_EQUAL(report_reason(&bad, buf, sizeof(buf)), bad.problem);
 	s = summary_d(&bad);
-	CU_ASSERT(strstr(s, "vrampool: pool off: VRAMPOOL_SLAB='12Q' is not a size") != NULL);
+	/* the variable's line at load said why: the summary names it and does not repeat it */
+	CU_ASSERT(strncmp(s, "vrampool: pass-through, pool off by a malformed VRAMPOOL_SLAB: ", 63) == 0);
+	CU_ASSERT(strstr(s, "is not a size") == NULL);
 	free(s);
 	stats_set_mode(STATS_MODE_DRY);
 	CU_ASSERT(strncmp(report_reason(NULL, buf, sizeof(buf)), "VRAMPOOL=dry", 12) == 0);
@@ -1019,6 +1052,8 @@ static const CU_TestInfo tests[] = {
 	  test_json_who_and_when },
 	{ "an off, dormant, full or latched pool says why, in the dump and the summary alike",
 	  test_reason_falls_back },
+	{ "a rejected VRAMPOOL_LAYOUT is said as rejected, with why, not as no layout set",
+	  test_rejected_layout_said },
 	{ "the what-if line says what a bigger budget would have served, or that it held all",
 	  test_summary_whatif },
 	{ "the summary gives the automatic layout's evidence and a stand-down",
