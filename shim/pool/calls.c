@@ -266,11 +266,17 @@ static int calls_aside(struct copy_call *c, const struct layout *l, int *err)
 	return 1;
 }
 
-void calls_host_write(dev_stream stream, int per_thread, const void *dst, uint64_t n)
+/* Whether the program's host work is followed: a run that can pool (not off, invalid or dry). */
+static int calls_tracks_host(void)
 {
 	const struct config *c = calls_cfg;
 
-	if (!c || c->off || c->invalid || c->dry)
+	return c && !c->off && !c->invalid && !c->dry;
+}
+
+void calls_host_write(dev_stream stream, int per_thread, const void *dst, uint64_t n)
+{
+	if (!calls_tracks_host())
 		return;
 	hazard_note(per_thread && stream == NULL ? DEV_STREAM_PER_THREAD : stream, dst, n);
 }
@@ -313,8 +319,8 @@ int calls_copy_other(struct copy_call *c)
 	enum dev_mem kind;
 	int err = c->forward(c->arg), ord;
 
-	if (err || !c->host_dst || c->sync)
-		return err;
+	if (err || !c->host_dst || c->sync || !calls_tracks_host())
+		return err;     /* off: no pointer query either */
 	if (!device_open() && !device_classify(c->dst, &kind, &ord, NULL) && kind != DEV_MEM_HOST)
 		return err;
 	/* n 0: the bytes written are not one range (a strided 2D copy): any */
