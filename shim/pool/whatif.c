@@ -11,11 +11,10 @@
  * (the default cap) and doubles up to the memory cap, then the sampling
  * rate halves instead (an entry stays tracked while the top k bits of its
  * key are zero), in one pass that clears the entries no longer tracked and
- * puts the others back from their homes; a bitmap beside it marks the
- * occupied slots (a kept row new to the table costs a bit, not a miss).
- * The slot of a key comes from its
- * low bits, the sampling test from its high bits, so the two are
- * independent.
+ * puts the others back; a bitmap beside it marks the occupied slots (a row
+ * whose home slot's bit is clear is new without a read of the table).
+ * The slot of a key comes from its low bits, the sampling test from its
+ * high bits, so the two are independent.
  *
  * Spatial sampling (SHARDS, Waldspurger et al., FAST 2015, in its
  * fixed-size form): a row is tracked when the top `shift` bits of its key
@@ -254,14 +253,15 @@ static int whatif_rehash(uint64_t cap)
  * in one pass over the table that starts after an empty slot (there is
  * one: the table is at most half full), so that no cluster is entered in
  * its middle: an entry that no longer qualifies is cleared; one that does
- * is taken out and put back from its home slot, which lands it at its own
- * slot or at an earlier one that the pass cleared (every slot before it
- * in the pass has settled). No entry is moved past one not yet examined.
+ * and is not at its home is put back from there, which lands it at its
+ * own slot or an earlier one the pass cleared (every slot before it has
+ * settled). No entry moves past one not yet examined.
  */
 static void whatif_halve_rate(void)
 {
 	unsigned shift = atomic_load_explicit(&whatif.shift, memory_order_relaxed) + 1;
 	uint64_t mask = whatif.cap - 1, start = 0, n, i;
+	struct whatif_entry e;
 
 	if (shift > 63)
 		return;
@@ -269,18 +269,19 @@ static void whatif_halve_rate(void)
 	while (whatif.slots[start].key != 0)
 		start++;
 	for (n = 1; n <= whatif.cap; n++) {
-		struct whatif_entry e;
-
 		i = (start + n) & mask;
-		e = whatif.slots[i];
-		if (e.key == 0)
+		if (!((whatif.occ[i >> 6] >> (i & 63)) & 1))
 			continue;
-		whatif_clear(i);
+		e = whatif.slots[i];
 		if (!whatif_tracked(e.key, shift)) {
+			whatif_clear(i);
 			whatif.used--;
 			continue;
 		}
-		whatif_put(whatif_find(e.key), e.key, e.pos);
+		if ((e.key & mask) != i) {      /* not at its home slot: put back */
+			whatif_clear(i);
+			whatif_put(whatif_find(e.key), e.key, e.pos);
+		}
 	}
 	atomic_store_explicit(&whatif.tracked, whatif.used, memory_order_relaxed);
 }
@@ -312,12 +313,14 @@ whatif_observe_one(uint64_t key, uint64_t row, unsigned wshift, int kept)
 
 	if (!whatif_tracked(key, shift))
 		return u;
-	if (!kept || whatif_may_hold(key)) {
+	if (whatif_may_hold(key)) {
 		e = whatif_find(key);
 		if (e->key == key) {
 			whatif_hist_add(e->pos, scaled);
 			return e->pos;
 		}
+	} else if (!kept) {
+		e = &whatif.slots[key & (whatif.cap - 1)];      /* empty: the key's home */
 	}
 	u += scaled;
 	atomic_store_explicit(&whatif.unique, u, memory_order_relaxed);
