@@ -43,6 +43,11 @@
 #      not free). Each run also counts the emulated
 #      device's byte-moving operations (FAKECUDA_REPORT: ops_copy,
 #      ops_batch, ops_kernel): on less off, per program copy, plus one.
+#      A cell that misses also shows the emulated device's own time on the
+#      device-to-device work the pool added in epochs 2..E (the trainer's
+#      --device-time: its d2d_ns counter, on less off): captures into
+#      slabs and gathers, which on this device are this machine's memcpy
+#      plus a page fault per 4 KiB of slab memory written the first time.
 #   4. context: pass-through cost per call, fingerprint and index figures
 #      (bench_fingerprint, bench_index, bench_hitpath).
 #
@@ -184,7 +189,7 @@ trainer_run() {
 	FAKECUDA_H2D_GBPS=$link FAKECUDA_D2D_GBPS=400 FAKECUDA_REPORT=$out.fc.json \
 		LD_PRELOAD=$SHIM VRAMPOOL=$mode VRAMPOOL_QUIET=1 VRAMPOOL_LAYOUT=$layout \
 		VRAMPOOL_BUDGET=$budget VRAMPOOL_STATS=$out.json \
-		build/apps/trainer "$@" >"$out.out" 2>"$out.err" && grep -q 'verified OK' "$out.out"
+		build/apps/trainer --device-time "$@" >"$out.out" 2>"$out.err" && grep -q 'verified OK' "$out.out"
 }
 
 # cell_run BASE MODE TAG ARGS...: trainer_run into BASE-TAG, failures counted.
@@ -377,6 +382,17 @@ def epochs(path):
     return sum(t) if t else None
 
 
+def d2d(path):
+    """Seconds of the emulated device's device-to-device work (captures,
+    gathers: its d2d_ns counter, --device-time) in epochs 2..E, or None."""
+    try:
+        t = [int(w[w.index("device_d2d_ns") + 1]) for w in (l.split() for l in open(path))
+             if len(w) > 7 and w[0] == "epoch" and int(w[1]) > 1 and "device_d2d_ns" in w]
+    except (OSError, ValueError, IndexError):
+        return None
+    return sum(t) / 1e9 if t else None
+
+
 def jload(path):
     try:
         return json.load(open(path))
@@ -404,7 +420,7 @@ for name, row, samples in SIZES:
     for k, _ in CASES:
         for link in LINKS:
             cell = "%s-K%s-%d" % (name, k, link)
-            c = {"ratio": [], "ops": [], "hits": [], "off": [], "on": [], "why": set(), "serve": []}
+            c = {"ratio": [], "ops": [], "hits": [], "off": [], "on": [], "why": set(), "serve": [], "d2d": []}
             for r in range(1, 4):
                 base = os.path.join(logdir, "epoch-%s-%d" % (cell, r))
                 off, on = epochs(base + "-off.out"), epochs(base + "-on.out")
@@ -413,6 +429,9 @@ for name, row, samples in SIZES:
                 c["ratio"].append(off / on)
                 c["off"].append(off)
                 c["on"].append(on)
+                xoff, xon = d2d(base + "-off.out"), d2d(base + "-on.out")
+                if xoff is not None and xon is not None:
+                    c["d2d"].append(xon - xoff)
                 doff, don = jload(base + "-off.json"), jload(base + "-on.json")
                 foff, fon = jload(base + "-off.fc.json"), jload(base + "-on.fc.json")
                 if don and foff and fon and don["copies"]["h2d_calls"]:
@@ -506,6 +525,9 @@ if missed:
         if c["pays"] and c.get("dev_ceiling"):
             dev = ("; serving measured at %.1f GB/s: counted, the ceiling is %.2f"
                    % (median(c["serve"]), c["dev_ceiling"]))
+        if c["d2d"]:
+            dev += ("; the emulated device's device-to-device work the pool added (captures,"
+                    " gathers): %.3f s" % median(c["d2d"]))
         lines.append("  %s: %.2f; epochs 2-4 %.3f s off -> %.3f s on%s; %s" % (
             cell, med, median(c["off"]), median(c["on"]), dev,
             "; ".join(sorted(c["why"])) or "pooling throughout"))

@@ -175,6 +175,7 @@ struct trainer {
 	unsigned nthreads;
 	int sync;
 	int hostfn;
+	int device_time;        /* --device-time: the emulated device's d2d_ns per epoch */
 	enum cudaMemcpyKind h2d_kind;
 	enum cudaMemcpyKind d2h_kind;
 	unsigned dup_pct;
@@ -248,6 +249,9 @@ static const char trainer_help_text[] =
 	"                  threads; each worker then uses the default stream)\n"
 	"  --hostfn        a host function (it does nothing) queued on the stream\n"
 	"                  before each batch's uploads\n"
+	"  --device-time   append 'device_d2d_ns N' to each epoch line: the emulated\n"
+	"                  device's time on device-to-device copies and gathers in the\n"
+	"                  epoch (its d2d_ns counter; nothing on a real device)\n"
 	"  --copy-api A    how the host-to-device copies are made:\n"
 	"                  explicit (default): cudaMemcpy[Async], explicit kinds\n"
 	"                  memcpy-default: the same with cudaMemcpyDefault\n"
@@ -277,7 +281,7 @@ static const char trainer_help_text[] =
 	"  --device I      cudaSetDevice(I) (0)\n"
 	"  --quiet         no dataset and epoch lines\n"
 	"\n"
-	"stdout: 'epoch E rows R bytes B seconds S [device_h2d D]' per epoch, then\n"
+	"stdout: 'epoch E rows R bytes B seconds S [device_h2d D [device_d2d_ns N]]' per epoch, then\n"
 	"'total rows R bytes B copies C [device_h2d D]' and 'verified OK'.\n"
 	"Exit: 0 verified, 1 mismatch, 2 bad option, 3 CUDA error.\n";
 
@@ -374,6 +378,7 @@ enum trainer_option {
 	OPT_STREAM = LOADER_OPT_NEXT, OPT_STREAMS, OPT_THREADS, OPT_SYNC,
 	OPT_COPY_API, OPT_DUP, OPT_PARTIAL, OPT_DROP_LAST, OPT_ALLOC_MID,
 	OPT_ALLOC_API, OPT_DEVICE, OPT_MASK_ROW, OPT_AUGMENT, OPT_BUFFERS, OPT_HOSTFN,
+	OPT_DEVICE_TIME,
 };
 
 static const struct option trainer_options[] = {
@@ -383,6 +388,7 @@ static const struct option trainer_options[] = {
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "sync", no_argument, NULL, OPT_SYNC },
 	{ "hostfn", no_argument, NULL, OPT_HOSTFN },
+	{ "device-time", no_argument, NULL, OPT_DEVICE_TIME },
 	{ "copy-api", required_argument, NULL, OPT_COPY_API },
 	{ "dup", required_argument, NULL, OPT_DUP },
 	{ "mask-row", required_argument, NULL, OPT_MASK_ROW },
@@ -463,6 +469,7 @@ static int trainer_parse_option(void *ctx, int opt, const char *arg)
 		LOADER_NUMBER(OPT_THREADS, 1, 256, t->nthreads),
 		LOADER_FLAG(OPT_SYNC, t->sync, 1),
 		LOADER_FLAG(OPT_HOSTFN, t->hostfn, 1),
+		LOADER_FLAG(OPT_DEVICE_TIME, t->device_time, 1),
 		LOADER_NUMBER(OPT_MASK_ROW, 0, 1ULL << 32, t->mask_row),
 		LOADER_NUMBER(OPT_AUGMENT, 0, 1000000, t->augment),
 		LOADER_WORDS(OPT_BUFFERS, buffers, t->buffers),
@@ -1260,7 +1267,7 @@ static void trainer_alloc_mid_release(struct trainer *t)
 static enum trainer_status trainer_epoch(struct trainer *t)
 {
 	enum trainer_status status = TRAINER_OK;
-	unsigned long long rows = 0, bytes = 0, copies = 0, device_before;
+	unsigned long long rows = 0, bytes = 0, copies = 0, device_before, d2d_before;
 	pthread_t *threads = NULL;
 	unsigned started = 0;
 	double start;
@@ -1272,6 +1279,7 @@ static enum trainer_status trainer_epoch(struct trainer *t)
 	for (unsigned i = 0; i < t->nworkers; i++)
 		t->workers[i].status = TRAINER_OK;
 	device_before = loader_counter_h2d(t->counter);
+	d2d_before = t->counter ? t->counter("d2d_ns") : 0;
 	start = trainer_now();
 	if (t->mode == TRAINER_STREAM_THREADS) {
 		threads = calloc(t->nworkers, sizeof(*threads));
@@ -1313,8 +1321,14 @@ static enum trainer_status trainer_epoch(struct trainer *t)
 		double seconds = trainer_now() - start;
 		unsigned long long h2d = loader_counter_h2d(t->counter) - device_before;
 
-		loader_print_epoch(t->epoch, rows, bytes, &seconds,
-				   t->counter ? &h2d : NULL);
+		if (t->device_time && t->counter) {
+			printf("epoch %u rows %llu bytes %llu seconds %.3f device_h2d %llu device_d2d_ns %llu\n",
+			       t->epoch, rows, bytes, seconds, h2d, t->counter("d2d_ns") - d2d_before);
+			fflush(stdout);
+		} else {
+			loader_print_epoch(t->epoch, rows, bytes, &seconds,
+					   t->counter ? &h2d : NULL);
+		}
 	}
 out:
 	free(threads);

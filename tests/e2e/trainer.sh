@@ -111,3 +111,22 @@ for api in malloc async; do
 	check "--alloc-mid with --alloc-api $api fails with exit 3 and cudaErrorMemoryAllocation when FAKECUDA_MEM is too small" \
 		alloc_mid_too_big "$api"
 done
+
+# device_time: --device-time appends the emulated device's device-to-device
+# time to each epoch line: 0 for the trainer alone (it makes none), more
+# than 0 in the epoch where a pool (forced: no ledger verdict) captures its
+# rows into slabs, device-to-device.
+device_time() {
+	local alone=$TMP/dt-alone.out pooled=$TMP/dt-pooled.out
+	"$TRAINER" "${SMALL[@]}" --stream nonblocking --device-time >"$alone" 2>&1 &&
+		grep -qx 'verified OK' "$alone" || { cat "$alone"; return 1; }
+	[ "$(awk '$1 == "epoch" && $(NF - 1) == "device_d2d_ns" && $NF == 0' "$alone" | wc -l)" = 3 ] ||
+		{ echo "trainer alone: not three epochs with device_d2d_ns 0"; cat "$alone"; return 1; }
+	LD_PRELOAD=$SHIM VRAMPOOL_QUIET=1 VRAMPOOL_LAYOUT=1024 VRAMPOOL_LEDGER=force \
+		"$TRAINER" "${SMALL[@]}" --stream nonblocking --device-time >"$pooled" 2>&1 &&
+		grep -qx 'verified OK' "$pooled" || { cat "$pooled"; return 1; }
+	awk '$1 == "epoch" && $2 == 1 && $(NF - 1) == "device_d2d_ns" && $NF > 0 { ok = 1 } END { exit !ok }' \
+		"$pooled" || { echo "pooled: epoch 1 has no device-to-device time"; cat "$pooled"; return 1; }
+}
+check "--device-time: the emulated device's device-to-device time per epoch, 0 alone, > 0 where a pool captures" \
+	device_time

@@ -830,7 +830,7 @@ int fc_host_flags(const void *p, unsigned *flags)
 	X(d2h_calls) X(h2h_bytes) X(h2h_calls) X(memset_bytes) X(memset_calls) \
 	X(alloc_bytes) X(peak_alloc) X(alloc_calls) X(free_calls) X(oom_errors) \
 	X(injected_faults) X(graph_nodes_captured) X(graph_launches) \
-	X(kernel_launches) X(kernel_bytes) X(kernel_faults) \
+	X(kernel_launches) X(kernel_bytes) X(kernel_faults) X(d2d_ns) \
 	X(ops_copy) X(ops_batch) X(ops_kernel) X(ops_memset) X(ops_hostfn) \
 	X(ops_event) X(ops_other) X(ctx_refusals)
 

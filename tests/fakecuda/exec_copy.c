@@ -151,7 +151,7 @@ static pthread_mutex_t link_lock = PTHREAD_MUTEX_INITIALIZER;
 static double link_busy_until[2];
 static __thread double link_done_tls;
 
-static double link_now_ns(void)
+double fc_now_ns(void)
 {
 	struct timespec t;
 
@@ -161,7 +161,7 @@ static double link_now_ns(void)
 
 void fc_link_occupy(int link, double ns)
 {
-	double now = link_now_ns(), until;
+	double now = fc_now_ns(), until;
 
 	pthread_mutex_lock(&link_lock);
 	if (link_busy_until[link] < now)

@@ -85,6 +85,9 @@ struct fc_counters {
 	atomic_ullong oom_errors, injected_faults;
 	atomic_ullong graph_nodes_captured, graph_launches;
 	atomic_ullong kernel_launches, kernel_bytes, kernel_faults;
+	/* Wall time the stream workers spent on device-to-device copies and
+	 * gathers (the cost model's sleep and the first touch of memory included). */
+	atomic_ullong d2d_ns;
 	/* Stream operations by kind, counted when submitted to run (a graph
 	 * replay's nodes at replay): a batch is one operation. */
 	atomic_ullong ops_copy, ops_batch, ops_kernel, ops_memset, ops_hostfn, ops_event, ops_other;

@@ -98,27 +98,44 @@ static int deps_done_locked(const struct fc_op *op)
 	return 1;
 }
 
+/* Performs a copy; a device-to-device one's time counts in d2d_ns. */
+static void copy_timed(const struct fc_xfer *x, const void *staging)
+{
+	double t0;
+
+	if (x->dir != DIR_D2D) {
+		fc_exec_copy(x, staging);
+		return;
+	}
+	t0 = fc_now_ns();
+	fc_exec_copy(x, staging);
+	atomic_fetch_add(&fc_cnt.d2d_ns, (unsigned long long)(fc_now_ns() - t0));
+}
+
 /* Runs one operation on the worker, without the lock: the jitter, then
  * the executor of its kind. */
 static void op_run(struct CUstream_st *s, struct fc_op *op)
 {
 	const struct fc_xfer *x = &op->x;
+	double t0;
 
 	if (fc.cfg.jitter_us)
 		fc_sleep_ns((double)(rand_r(&s->seed) % (fc.cfg.jitter_us + 1)) * 1000.0);
 	switch (x->kind) {
 	case OP_COPY:
-		fc_exec_copy(x, op->staging);
+		copy_timed(x, op->staging);
 		break;
 	case OP_MEMSET:
 		fc_exec_memset(x);
 		break;
 	case OP_GATHER:
+		t0 = fc_now_ns();
 		fc_exec_gather(x);
+		atomic_fetch_add(&fc_cnt.d2d_ns, (unsigned long long)(fc_now_ns() - t0));
 		break;
 	case OP_BATCH:
 		for (size_t i = 0; i < x->batch->n; i++)
-			fc_exec_copy(&x->batch->it[i].x, x->batch->it[i].staging);
+			copy_timed(&x->batch->it[i].x, x->batch->it[i].staging);
 		break;
 	case OP_FREE:
 		fc_dev_free(x->dst);

@@ -165,6 +165,8 @@ int fc_copy_describe(struct fc_xfer *x, void *dst, size_t dpitch, const void *sr
 /* Validates a pitched memset (WIDTH in elements) and describes it in X. */
 int fc_memset_describe(struct fc_xfer *x, void *dst, size_t pitch, unsigned value,
 		       unsigned esize, size_t width, size_t height);
+/* CLOCK_MONOTONIC in nanoseconds. */
+double fc_now_ns(void);
 /* Sleeps NS nanoseconds (nothing for NS <= 0). */
 void fc_sleep_ns(double ns);
 /* Occupies LINK (0 host<->device, 1 device-to-device) for NS nanoseconds. */

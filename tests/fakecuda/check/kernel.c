@@ -196,6 +196,7 @@ static void child_directions(void)
 	CHK(memcmp(back, ws, sizeof(hs)) == 0);
 	CHK(counter("kernel_launches") == 1 && counter("kernel_bytes") == 13 * ROW);
 	CHK(counter("d2d_calls") == 1 && counter("d2d_bytes") == 13 * ROW);
+	CHK(counter("d2d_ns") > 0);     /* the gather's time on the worker */
 	CHK(counter("h2d_calls") == 2 && counter("kernel_faults") == 0);
 
 	/* The most entries a launch takes: 3-byte rows, reversed. */
