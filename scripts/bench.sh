@@ -48,6 +48,11 @@
 #      --device-time: its d2d_ns counter, on less off): captures into
 #      slabs and gathers, which on this device are this machine's memcpy
 #      plus a page fault per 4 KiB of slab memory written the first time.
+#   3b. a diagnostic beside the verdicts: the K~0-room cells from 3 KiB to
+#      16 MiB again, one pair each, with the emulated device's arena
+#      resident from its first call (FAKECUDA_PREFAULT=1, a 1 GiB device,
+#      off and on alike), so that no copy pays the first touch of arena
+#      pages, as none does on a GPU.
 #   4. context: pass-through cost per call, fingerprint and index figures
 #      (bench_fingerprint, bench_index, bench_hitpath).
 #
@@ -234,6 +239,25 @@ for s in "${SIZES[@]}"; do
 					done
 				fi
 			done
+		done
+	done
+done
+
+# A diagnostic beside the verdicts, not one: the K~0-room cells again, one
+# pair each, with the emulated device's arena resident from its first call
+# (FAKECUDA_PREFAULT=1, off and on alike), so that no copy pays the first
+# touch of arena pages; a 1 GiB device, since faulting it in takes seconds.
+# 3 KiB to 16 MiB rows (64 B rows stand aside; 64 MiB rows want the 2 GiB).
+section "3b. diagnostic: K~0 room with the emulated arena resident from the start (one pair per cell)"
+for s in "${SIZES[@]}"; do
+	read -r name row batch _ samples layout <<<"$s"
+	case $name in 64B | 64MiB) continue ;; esac
+	targs=(--samples "$samples" --row "$row" --batch "$batch" --epochs 4 --stream nonblocking --augment -1)
+	for link in $LINKS; do
+		echo "   $name K=0room $link GB/s, resident"
+		for m in off on; do
+			FAKECUDA_PREFAULT=1 FAKECUDA_MEM=1G cell_run "$LOG/resident-$name-$link" "$m" "$m" \
+				"$link" "$layout" auto "${targs[@]}"
 		done
 	done
 done
@@ -531,6 +555,31 @@ if missed:
         lines.append("  %s: %.2f; epochs 2-4 %.3f s off -> %.3f s on%s; %s" % (
             cell, med, median(c["off"]), median(c["on"]), dev,
             "; ".join(sorted(c["why"])) or "pooling throughout"))
+res = []
+for name, _, _ in SIZES:
+    row = []
+    for link in LINKS:
+        base = os.path.join(logdir, "resident-%s-%d" % (name, link))
+        off, on = epochs(base + "-off.out"), epochs(base + "-on.out")
+        xoff, xon = d2d(base + "-off.out"), d2d(base + "-on.out")
+        c = cells.get("%s-K0room-%d" % (name, link))
+        if not (off and on and xoff is not None and xon is not None and c and c["d2d"]):
+            row.append("-")
+            continue
+        row.append("%3.0f / %3.0f ms  %4.2f (%4.2f)" % (1e3 * (xon - xoff), 1e3 * median(c["d2d"]),
+                                                    off / on, median(c["ratio"])))
+    if any(r != "-" for r in row):
+        res.append("  %-7s %-29s %-29s %-29s" % (name, *row))
+if res:
+    lines.append("")
+    lines.append("  diagnostic, not a verdict: the K~0-room cells again with the emulated device's arena resident")
+    lines.append("  from its first call (FAKECUDA_PREFAULT=1, a 1 GiB device, off and on alike; one pair each), so")
+    lines.append("  that no copy pays the first touch of arena pages, as none does on a GPU. Per cell: the")
+    lines.append("  device-to-device time the pool added in epochs 2-4, resident / in the verdict's runs (median),")
+    lines.append("  then off/on of the one resident pair (the verdict's median). The first is the measurement;")
+    lines.append("  a single pair's ratio is noisy (the runs after faulting in 1 GiB are uneven).")
+    lines.append("  %-7s %-29s %-29s %-29s" % ("rows", *("%d GB/s" % l for l in LINKS)))
+    lines.extend(res)
 
 head("context (no targets here; bench_fingerprint, bench_index, bench_hitpath)")
 line("  cudaMemcpyAsync ns/call into the emulated runtime (captured)", "call_direct_ns", " ns", fmt="%.1f")

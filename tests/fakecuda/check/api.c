@@ -980,6 +980,48 @@ static void test_contexts(void)
 	CU_ASSERT(child_ok(in_child(child_contexts, NULL)));
 }
 
+/* The kilobytes of shared memory this process has resident (RssShmem). */
+static unsigned long long rss_shmem_kb(void)
+{
+	char line[256];
+	unsigned long long kb = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "RssShmem: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/*
+ * FAKECUDA_PREFAULT=1 (set by the caller, with a 64 MiB device): the
+ * whole arena is resident after the first call, before anything touched
+ * it; without it, an allocation is not.
+ */
+static void child_prefault(void)
+{
+	int prefault = getenv("FAKECUDA_PREFAULT") != NULL;
+	void *d;
+
+	CHK(cudaMalloc(&d, 1 << 20) == cudaSuccess);
+	if (prefault)
+		CHK(rss_shmem_kb() >= 64 * 1024);
+	else
+		CHK(rss_shmem_kb() < 16 * 1024);
+	CHK(cudaMemset(d, 1, 1 << 20) == cudaSuccess && cudaFree(d) == cudaSuccess);
+}
+
+static void test_prefault(void)
+{
+	static const char *const on[] = { "FAKECUDA_MEM", "64M", "FAKECUDA_PREFAULT", "1", NULL };
+	static const char *const off[] = { "FAKECUDA_MEM", "64M", NULL };
+
+	CU_ASSERT(child_ok(in_child(child_prefault, on)));
+	CU_ASSERT(child_ok(in_child(child_prefault, off)));
+}
+
 static const CU_TestInfo tests[] = {
 	{ "a pitched copy moves exactly the pitched bytes, once, with pinned and pageable timing",
 	  test_pitched_copies },
@@ -1004,6 +1046,8 @@ static const CU_TestInfo tests[] = {
 	  test_contexts },
 	{ "the clients' reach: UUIDs, compute capability, attach/detach; each linked stub refuses, is named once, is not found",
 	  test_clients_reach },
+	{ "FAKECUDA_PREFAULT=1 makes the whole arena resident at the first call; without it memory is touched lazily",
+	  test_prefault },
 	CU_TEST_INFO_NULL,
 };
 
