@@ -22,26 +22,14 @@ static void vp_clear_runtime_error(void)
 /* The hook of one row (entries.h says what each column is). */
 #define VP_ALLOC_HOOK(x, name, lib, params, args, need_expr, dev_expr)                              \
 	VP_API VP_RET_##lib name params                                                              \
-	{                                                                                            \
+	VP_GUARDED_BODY(name, lib, args,                                                             \
 		struct alloc_call a = { .oom = VP_OOM_##lib, .dev = (dev_expr),                      \
 					.need = (need_expr), .clear_error = VP_CLEAR_##lib };        \
-		int saved = errno;                                                                   \
-		VP_RET_##lib err;                                                                    \
                                                                                                      \
-		if (vp_inside) {                                                                     \
-			err = VP_CALL(name, VP_NO_##lib, args);                                      \
-			errno = saved;                                                               \
-			return err;                                                                  \
-		}                                                                                    \
-		vp_enter();                                                                          \
-		vp_inside = 1;                                                                       \
 		calls_alloc_begin(&a);                                                               \
 		do                                                                                   \
 			err = VP_CALL(name, VP_NO_##lib, args);                                      \
 		while (calls_alloc_again(&a, (int)err));                                             \
-		vp_inside = 0;                                                                       \
-		errno = saved;                                                                       \
-		return err;                                                                          \
-	}
+	)
 
 VP_ALLOCATORS(VP_ALLOC_HOOK, _)

@@ -8,23 +8,10 @@
 /* The hook of one row (entries.h says what each column is). */
 #define VP_HOSTWORK_HOOK(x, name, lib, params, args, after)                                    \
 	VP_API VP_RET_##lib name params                                                              \
-	{                                                                                            \
-		int saved = errno;                                                                   \
-		VP_RET_##lib err;                                                                    \
-                                                                                                     \
-		if (vp_inside) {                                                                     \
-			err = VP_CALL(name, VP_NO_##lib, args);                                      \
-			errno = saved;                                                               \
-			return err;                                                                  \
-		}                                                                                    \
-		vp_enter();                                                                          \
-		vp_inside = 1;                                                                       \
+	VP_GUARDED_BODY(name, lib, args,                                                             \
 		err = VP_CALL(name, VP_NO_##lib, args);                                              \
 		if (err == 0)                                                                        \
 			after;                                                                       \
-		vp_inside = 0;                                                                       \
-		errno = saved;                                                                       \
-		return err;                                                                          \
-	}
+	)
 
 VP_HOSTWORK(VP_HOSTWORK_HOOK, _)

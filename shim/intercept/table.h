@@ -175,6 +175,31 @@ extern __thread int vp_inside VP_HIDDEN __attribute__((tls_model("local-dynamic"
 		return vp_result;                                                                    \
 	} while (0)
 
+/*
+ * The body of a generated hook of name (lib: RT or DRV) taking args: a
+ * call made from inside the shim goes straight to the real function;
+ * otherwise vp_enter, then the statements after args run with vp_inside
+ * set and must set err (VP_RET_##lib, declared here). Either way errno is
+ * the program's on return.
+ */
+#define VP_GUARDED_BODY(name, lib, args, ...)                                                        \
+	{                                                                                            \
+		int saved = errno;                                                                   \
+		VP_RET_##lib err;                                                                    \
+                                                                                                     \
+		if (vp_inside) {                                                                     \
+			err = VP_CALL(name, VP_NO_##lib, args);                                      \
+			errno = saved;                                                               \
+			return err;                                                                  \
+		}                                                                                    \
+		vp_enter();                                                                          \
+		vp_inside = 1;                                                                       \
+		__VA_ARGS__                                                                          \
+		vp_inside = 0;                                                                       \
+		errno = saved;                                                                       \
+		return err;                                                                          \
+	}
+
 /* Returns nonzero when addr lies in this shared object. */
 int vp_is_self(const void *addr) VP_HIDDEN;
 
