@@ -106,18 +106,25 @@ assert l['reason'].startswith('64 B rows pool, though the ledger would stand asi
 "
 }
 
-# 147 KiB rows at 4 GB/s: 37.6 us a row on the link, against some 10 us of hashing.
+# 147 KiB rows at 4 GB/s: 37.6 us a row on the link, against some 10 us of
+# hashing. The emulated device serves a hit with this machine's memcpy, and
+# each of its operations first sleeps up to FAKECUDA_JITTER_US (oversleeping
+# under load): in batches of 8 that jitter alone came to some 30 us a row of
+# measured serving, and on a loaded CI machine serving plus hashing came
+# within the link's time (the spec stood aside). Batches of 32 spread it over
+# 32 rows, so the verdict no longer hangs on this machine's load; the fake
+# clock's test_paying_rows_keep_pooling holds the verdict itself.
 large_pools() {
 	led_run large FAKECUDA_H2D_GBPS=4 VRAMPOOL_LAYOUT=u8:3x224x224 -- \
-		--row 150528 --samples 192 --batch 8 --epochs 4 --stream nonblocking || return 1
+		--row 150528 --samples 768 --batch 32 --epochs 4 --stream nonblocking || return 1
 	invariants large --expect pool.stand_asides=0 --expect copies.stood_aside=0 || return 1
 	spec large "
 assert l['decision'] == 'pooling' and l['stand_asides'] == 0, l
 assert l['link_source'] == 'measured' and 0.5 < l['link_gbps'] <= 4.05, l
-assert l['basis'] == 'window' and l['hit_rows'] >= 2 * 192, l
+assert l['basis'] == 'window' and l['hit_rows'] >= 2 * 768, l
 "
 	# epochs 3 and 4 send no data row across: only the labels (8 bytes a sample)
-	[ "$(sed -n 's/^epoch 4 .* device_h2d \([0-9]*\).*/\1/p' "$TMP/large.out")" = $((192 * 8)) ] ||
+	[ "$(sed -n 's/^epoch 4 .* device_h2d \([0-9]*\).*/\1/p' "$TMP/large.out")" = $((768 * 8)) ] ||
 		{ grep '^epoch' "$TMP/large.out"; return 1; }
 }
 
