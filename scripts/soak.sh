@@ -157,7 +157,12 @@ launch() {
 # (VERDICT KIND FIRED WRONG SIGNALED HITS EVICTED FIRED_NAMES CAUSE).
 check() {
 	local v
-	v=$(python3 "$SOAK_PY" check "$@") || { VERDICT=fail KIND=checker; echo "soak.py check failed" >>"$1/$2.problems"; return; }
+	v=$(python3 "$SOAK_PY" check "$@") || {
+		# every variable the caller reads, so that the run is reported as failed, not the soak ended
+		VERDICT=fail KIND=checker FIRED=0 WRONG=0 SIGNALED= HITS=0 EVICTED=0 FIRED_NAMES= CAUSE="soak.py check failed"
+		echo "soak.py check failed" >>"$1/$2.problems"
+		return
+	}
 	eval "$v"
 }
 
