@@ -475,7 +475,7 @@ static void drv_between_epochs(struct drv_loader *l, unsigned done)
 		l->device_h2d += h2d;
 		if (!l->o.shape.quiet && !atomic_load(&l->failed))
 			loader_print_epoch(done, rows, rows * l->o.shape.row, NULL,
-					   l->counter ? &h2d : NULL);
+					   l->counter ? &h2d : NULL, NULL);
 	}
 	if (done < l->o.shape.epochs) {
 		l->epoch = done + 1;

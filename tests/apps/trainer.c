@@ -1321,14 +1321,11 @@ static enum trainer_status trainer_epoch(struct trainer *t)
 		double seconds = trainer_now() - start;
 		unsigned long long h2d = loader_counter_h2d(t->counter) - device_before;
 
-		if (t->device_time && t->counter) {
-			printf("epoch %u rows %llu bytes %llu seconds %.3f device_h2d %llu device_d2d_ns %llu\n",
-			       t->epoch, rows, bytes, seconds, h2d, t->counter("d2d_ns") - d2d_before);
-			fflush(stdout);
-		} else {
-			loader_print_epoch(t->epoch, rows, bytes, &seconds,
-					   t->counter ? &h2d : NULL);
-		}
+		int timed = t->device_time && t->counter;
+		unsigned long long d2d = timed ? t->counter("d2d_ns") - d2d_before : 0;
+
+		loader_print_epoch(t->epoch, rows, bytes, &seconds, t->counter ? &h2d : NULL,
+				   timed ? &d2d : NULL);
 	}
 out:
 	free(threads);

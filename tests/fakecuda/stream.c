@@ -98,6 +98,12 @@ static int deps_done_locked(const struct fc_op *op)
 	return 1;
 }
 
+/* Counts the time since t0 (fc_now_ns) in d2d_ns. */
+static void d2d_since(double t0)
+{
+	atomic_fetch_add(&fc_cnt.d2d_ns, (unsigned long long)(fc_now_ns() - t0));
+}
+
 /* Performs a copy; a device-to-device one's time counts in d2d_ns. */
 static void copy_timed(const struct fc_xfer *x, const void *staging)
 {
@@ -109,7 +115,7 @@ static void copy_timed(const struct fc_xfer *x, const void *staging)
 	}
 	t0 = fc_now_ns();
 	fc_exec_copy(x, staging);
-	atomic_fetch_add(&fc_cnt.d2d_ns, (unsigned long long)(fc_now_ns() - t0));
+	d2d_since(t0);
 }
 
 /* Runs one operation on the worker, without the lock: the jitter, then
@@ -131,7 +137,7 @@ static void op_run(struct CUstream_st *s, struct fc_op *op)
 	case OP_GATHER:
 		t0 = fc_now_ns();
 		fc_exec_gather(x);
-		atomic_fetch_add(&fc_cnt.d2d_ns, (unsigned long long)(fc_now_ns() - t0));
+		d2d_since(t0);
 		break;
 	case OP_BATCH:
 		for (size_t i = 0; i < x->batch->n; i++)

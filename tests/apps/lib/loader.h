@@ -383,19 +383,23 @@ static inline void loader_corrupt_once(atomic_int *done, unsigned char *p,
 /* ---- output -------------------------------------------------------------- */
 
 /*
- * Prints 'epoch E rows R bytes B', then ' seconds S' and ' device_h2d D'
- * for those given (not NULL), ends the line and flushes stdout.
+ * Prints 'epoch E rows R bytes B', then ' seconds S', ' device_h2d D' and
+ * ' device_d2d_ns N' for those given (not NULL), ends the line and
+ * flushes stdout.
  */
 static inline void loader_print_epoch(unsigned epoch, unsigned long long rows,
 				      unsigned long long bytes,
 				      const double *seconds,
-				      const unsigned long long *device_h2d)
+				      const unsigned long long *device_h2d,
+				      const unsigned long long *device_d2d_ns)
 {
 	printf("epoch %u rows %llu bytes %llu", epoch, rows, bytes);
 	if (seconds)
 		printf(" seconds %.3f", *seconds);
 	if (device_h2d)
 		printf(" device_h2d %llu", *device_h2d);
+	if (device_d2d_ns)
+		printf(" device_d2d_ns %llu", *device_d2d_ns);
 	printf("\n");
 	fflush(stdout);
 }
