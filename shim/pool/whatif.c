@@ -249,40 +249,66 @@ static int whatif_rehash(uint64_t cap)
 }
 
 /*
+ * The entries of slots [from, to) of the halving pass: those whose key is
+ * above lim are cleared; one that stays and is not at its home slot is put
+ * back from there, which lands it at its own slot or an earlier one the
+ * pass cleared (every slot before it in the pass has settled). The slots
+ * are found a bitmap word at a time, each word read once when the pass
+ * reaches it: an entry only ever moves to a slot the pass has passed, so
+ * the bits of the word still ahead are the ones read. Returns the entries
+ * dropped.
+ */
+static uint64_t whatif_halve_range(uint64_t from, uint64_t to, uint64_t lim)
+{
+	struct whatif_entry *slots = whatif.slots;
+	uint64_t *occ = whatif.occ;
+	uint64_t mask = whatif.cap - 1, dropped = 0;
+
+	for (uint64_t w = from >> 6; w << 6 < to; w++) {
+		uint64_t bits = occ[w];
+
+		if (w == from >> 6)
+			bits &= ~0ULL << (from & 63);
+		if ((w + 1) << 6 > to)
+			bits &= ~0ULL >> (64 - (to & 63));
+		while (bits) {
+			uint64_t i = (w << 6) | (uint64_t)__builtin_ctzll(bits);
+			struct whatif_entry e = slots[i];
+
+			bits &= bits - 1;
+			if (e.key > lim) {
+				slots[i].key = 0;
+				occ[w] &= ~(1ULL << (i & 63));
+				dropped++;
+			} else if ((e.key & mask) != i) {
+				whatif_clear(i);
+				whatif_put(whatif_find(e.key), e.key, e.pos);
+			}
+		}
+	}
+	return dropped;
+}
+
+/*
  * Halves the sampling rate and drops the entries that no longer qualify,
  * in one pass over the table that starts after an empty slot (there is
  * one: the table is at most half full), so that no cluster is entered in
- * its middle: an entry that no longer qualifies is cleared; one that does
- * and is not at its home is put back from there, which lands it at its
- * own slot or an earlier one the pass cleared (every slot before it has
- * settled). No entry moves past one not yet examined.
+ * its middle (whatif_halve_range). No entry moves past one not yet
+ * examined.
  */
 static void whatif_halve_rate(void)
 {
 	unsigned shift = atomic_load_explicit(&whatif.shift, memory_order_relaxed) + 1;
-	uint64_t mask = whatif.cap - 1, start = 0, n, i;
-	struct whatif_entry e;
+	uint64_t start = 0, lim;
 
 	if (shift > 63)
 		return;
 	atomic_store_explicit(&whatif.shift, shift, memory_order_relaxed);
+	lim = whatif_limit();
 	while (whatif.slots[start].key != 0)
 		start++;
-	for (n = 1; n <= whatif.cap; n++) {
-		i = (start + n) & mask;
-		if (!((whatif.occ[i >> 6] >> (i & 63)) & 1))
-			continue;
-		e = whatif.slots[i];
-		if (!whatif_tracked(e.key, shift)) {
-			whatif_clear(i);
-			whatif.used--;
-			continue;
-		}
-		if ((e.key & mask) != i) {      /* not at its home slot: put back */
-			whatif_clear(i);
-			whatif_put(whatif_find(e.key), e.key, e.pos);
-		}
-	}
+	whatif.used -= whatif_halve_range(start + 1, whatif.cap, lim);
+	whatif.used -= whatif_halve_range(0, start, lim);
 	atomic_store_explicit(&whatif.tracked, whatif.used, memory_order_relaxed);
 }
 

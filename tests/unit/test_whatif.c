@@ -716,6 +716,44 @@ static void test_kept_rows_sampled(void)
 	CU_ASSERT_EQUAL(s.unique_bytes, p1 > s.unique_bytes ? p1 : s.unique_bytes);
 }
 
+/*
+ * The halving pass starts after the first empty slot and wraps: entries of
+ * a cluster that runs past the table's end into slots 0.. are settled last,
+ * and must move back to their homes when the entries before them go. A
+ * table of 1024 slots: four keys homed at 1022 (the first two dropped by
+ * the halving) fill 1022, 1023, 0 and 1, two more fill 2 and 3, and 507
+ * keys homed from 8 on bring the table past half full. Every key the
+ * halving keeps is found again at its first position.
+ */
+static void test_halving_wrapped_cluster(void)
+{
+	enum { CAP = 1024, FILL = 507 };
+	struct fp f[6 + FILL];
+	uint64_t pos[6 + FILL], again, seed = 99, n = 0;
+	struct whatif_snapshot s;
+
+	whatif_setup(WHATIF_MIN_MEM);
+	for (int i = 0; i < 4; i++)     /* the cluster at the end, the first two above the halved rate */
+		f[n++] = (struct fp){ .lo = (uint64_t)(i < 2) << 63 | (splitmix64(&seed) >> 11 << 10) | (CAP - 2) };
+	for (int i = 0; i < 2; i++)
+		f[n++] = (struct fp){ .lo = (splitmix64(&seed) >> 11 << 10) | (uint64_t)(2 + i) };
+	for (int i = 0; i < FILL; i++)
+		f[n++] = (struct fp){ .lo = (splitmix64(&seed) & (1ULL << 63)) | (splitmix64(&seed) >> 11 << 10) |
+					    (uint64_t)(8 + i) };
+	for (uint64_t i = 0; i < n; i++) {
+		whatif_observe(&f[i], NULL, 1, ROW, &pos[i]);
+		CU_ASSERT_EQUAL(pos[i], (i + 1) * ROW);
+	}
+	whatif_snapshot(&s, 0);
+	CU_ASSERT_EQUAL_FATAL(s.sample_one_in, 2);      /* the one halving */
+	for (uint64_t i = 2; i < n; i++) {
+		if (f[i].lo >> 63)
+			continue;
+		whatif_observe(&f[i], NULL, 1, ROW, &again);
+		CU_ASSERT_EQUAL(again, pos[i]);
+	}
+}
+
 #define TRACE_ROWS 1000000ULL
 
 /* 250,000 rows seen in 4 reshuffled epochs. */
@@ -874,6 +912,8 @@ static const CU_TestInfo tests[] = {
 	{ "kept rows, sampled: within 2 points of the truth; a tracked row is found after halvings",
 	  test_kept_rows_sampled },
 	{ "whatif_repeat_many gives the figures of one whatif_repeat per repeat", test_repeat_many },
+	{ "a halving moves a cluster that wraps the table's end back to its homes",
+	  test_halving_wrapped_cluster },
 	CU_TEST_INFO_NULL,
 };
 
