@@ -32,7 +32,12 @@
 #      its target when its median off/on is >= 0.97 or within that band.
 #      SIMULATION: the emulated device's cost model (FAKECUDA_H2D_GBPS for
 #      host<->device, the same link for the trainer's verifying readback;
-#      FAKECUDA_D2D_GBPS=400). K = N cells also show their ceiling: off /
+#      FAKECUDA_D2D_GBPS=400), its memory made resident allocation by
+#      allocation (FAKECUDA_PREFAULT=alloc, off and on alike: a GPU's
+#      memory is resident when cudaMalloc returns; left to its first
+#      touch, the trainer's device buffers first used in epoch 2, at rows
+#      of 147 KiB and more, cost the pooled runs' gathers up to 0.4 s of
+#      page faults there that the plain runs' simulated link hid). K = N cells also show their ceiling: off /
 #      (off less the link time of its uploads), what a pool that made every
 #      upload free and cost nothing would reach; where pooling pays by
 #      issue 16's limit (the row's link time above its single-thread hash
@@ -47,12 +52,14 @@
 #      device-to-device work the pool added in epochs 2..E (the trainer's
 #      --device-time: its d2d_ns counter, on less off): captures into
 #      slabs and gathers, which on this device are this machine's memcpy
-#      plus a page fault per 4 KiB of slab memory written the first time.
+#      (making a slab resident is paid when the pool allocates it, on the
+#      copy that needs it, and is not in this figure).
 #   3b. a diagnostic beside the verdicts: the K~0-room cells from 3 KiB to
 #      16 MiB again, one pair each, with the emulated device's arena
 #      resident from its first call (FAKECUDA_PREFAULT=1, a 1 GiB device,
-#      off and on alike), so that no copy pays the first touch of arena
-#      pages, as none does on a GPU.
+#      off and on alike), so that the pool's slabs are resident before it
+#      allocates them: what making them resident costs the verdict's runs,
+#      where a GPU's cudaMalloc takes microseconds.
 #   4. context: pass-through cost per call, fingerprint and index figures
 #      (bench_fingerprint, bench_index, bench_hitpath).
 #
@@ -187,11 +194,16 @@ load run3k
 
 # trainer_run OUT MODE LINK LAYOUT BUDGET ARGS...: one simulated trainer
 # run; the analysis reads OUT.out (epoch times), OUT.json (the shim's dump)
-# and OUT.fc.json (the emulated device's counters).
+# and OUT.fc.json (the emulated device's counters). The emulated device
+# makes each allocation's memory resident when it is made
+# (FAKECUDA_PREFAULT=alloc, unless the caller sets another), as cudaMalloc's
+# is: the trainer's device ring at its set-up, the pool's slabs when the
+# pool allocates them, inside the copy that needs them.
 trainer_run() {
 	local out=$1 mode=$2 link=$3 layout=$4 budget=$5
 	shift 5
-	FAKECUDA_H2D_GBPS=$link FAKECUDA_D2D_GBPS=400 FAKECUDA_REPORT=$out.fc.json \
+	FAKECUDA_PREFAULT=${FAKECUDA_PREFAULT:-alloc} \
+		FAKECUDA_H2D_GBPS=$link FAKECUDA_D2D_GBPS=400 FAKECUDA_REPORT=$out.fc.json \
 		LD_PRELOAD=$SHIM VRAMPOOL=$mode VRAMPOOL_QUIET=1 VRAMPOOL_LAYOUT=$layout \
 		VRAMPOOL_BUDGET=$budget VRAMPOOL_STATS=$out.json \
 		build/apps/trainer --device-time "$@" >"$out.out" 2>"$out.err" && grep -q 'verified OK' "$out.out"
@@ -245,8 +257,10 @@ done
 
 # A diagnostic beside the verdicts, not one: the K~0-room cells again, one
 # pair each, with the emulated device's arena resident from its first call
-# (FAKECUDA_PREFAULT=1, off and on alike), so that no copy pays the first
-# touch of arena pages; a 1 GiB device, since faulting it in takes seconds.
+# (FAKECUDA_PREFAULT=1, off and on alike), so that the pool's slabs are
+# resident before it allocates them (the verdict's runs make each resident
+# when the pool allocates it, on the copy that needs it); a 1 GiB device,
+# since faulting it in takes seconds.
 # 3 KiB to 16 MiB rows (64 B rows stand aside; 64 MiB rows want the 2 GiB).
 section "3b. diagnostic: K~0 room with the emulated arena resident from the start (one pair per cell)"
 for s in "${SIZES[@]}"; do
@@ -573,11 +587,12 @@ for name, _, _ in SIZES:
 if res:
     lines.append("")
     lines.append("  diagnostic, not a verdict: the K~0-room cells again with the emulated device's arena resident")
-    lines.append("  from its first call (FAKECUDA_PREFAULT=1, a 1 GiB device, off and on alike; one pair each), so")
-    lines.append("  that no copy pays the first touch of arena pages, as none does on a GPU. Per cell: the")
-    lines.append("  device-to-device time the pool added in epochs 2-4, resident / in the verdict's runs (median),")
-    lines.append("  then off/on of the one resident pair (the verdict's median). The first is the measurement;")
-    lines.append("  a single pair's ratio is noisy (the runs after faulting in 1 GiB are uneven).")
+    lines.append("  from its first call (FAKECUDA_PREFAULT=1, a 1 GiB device, off and on alike; one pair each): the")
+    lines.append("  pool's slabs are resident before it allocates them, where the verdict's runs make each slab")
+    lines.append("  resident when the pool allocates it, on the copy that needs it (about 1 GB/s here; a GPU's")
+    lines.append("  cudaMalloc takes microseconds). Per cell: the device-to-device time the pool added in epochs")
+    lines.append("  2-4, resident / in the verdict's runs (median), then off/on of the one resident pair (the")
+    lines.append("  verdict's median); a single pair's ratio is noisy (the runs after faulting in 1 GiB are uneven).")
     lines.append("  %-7s %-29s %-29s %-29s" % ("rows", *("%d GB/s" % l for l in LINKS)))
     lines.extend(res)
 

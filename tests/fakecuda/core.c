@@ -217,8 +217,14 @@ static void read_config(void)
 		parse_fail(v);
 	if ((v = getenv("FAKECUDA_RT_VIA_DRIVER")))
 		fc.cfg.rt_via_driver = strcmp(v, "1") == 0;
-	if ((v = getenv("FAKECUDA_PREFAULT")))
-		fc.cfg.prefault = strcmp(v, "1") == 0;
+	if ((v = getenv("FAKECUDA_PREFAULT")) && *v) {
+		if (strcmp(v, "1") == 0)
+			fc.cfg.prefault = FC_PREFAULT_ARENA;
+		else if (strcmp(v, "alloc") == 0)
+			fc.cfg.prefault = FC_PREFAULT_ALLOC;
+		else if (strcmp(v, "0") != 0)
+			fprintf(stderr, "fakecuda: FAKECUDA_PREFAULT=%s is not 1, alloc or 0; using 0\n", v);
+	}
 	fc.cfg.kernel = FC_KERNEL_OK;
 	if ((v = getenv("FAKECUDA_KERNEL")) && *v) {
 		if (strcmp(v, "broken") == 0)
@@ -252,6 +258,35 @@ static void arena_prefault(struct fc_device *dv)
 		((volatile char *)dv->rw_base)[off] = 0;
 }
 
+/*
+ * FAKECUDA_PREFAULT=alloc: makes the pages of [off, off + size) of the
+ * arena resident, as cudaMalloc's memory is when it returns, in whole
+ * FC_RESIDENT_CHUNKs, each once (memory freed and allocated again is
+ * resident already). Without MADV_POPULATE_WRITE a read of each page
+ * makes it resident (a write could race with the workers' copies into a
+ * neighbouring block of the chunk); its first write then only maps it
+ * writable. Contents are left as they are. Called without fc.lock: a
+ * chunk another thread is making resident is skipped, and a page of it
+ * not resident yet is faulted in as it would be without this.
+ */
+static void arena_populate(struct fc_device *dv, size_t off, size_t size)
+{
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (page <= 0)
+		page = 4096;
+	for (size_t c = off / FC_RESIDENT_CHUNK; c * FC_RESIDENT_CHUNK < off + size; c++) {
+		size_t b = c * FC_RESIDENT_CHUNK, n = dv->cap - b < FC_RESIDENT_CHUNK ? dv->cap - b : FC_RESIDENT_CHUNK;
+
+		if (__atomic_exchange_n(&dv->resident[c], 1, __ATOMIC_RELAXED))
+			continue;
+		if (madvise(dv->rw_base + b, n, MADV_POPULATE_WRITE) == 0)
+			continue;
+		for (size_t o = 0; o < n; o += (size_t)page)
+			(void)((volatile char *)dv->rw_base)[b + o];
+	}
+}
+
 /* Creates the arena of device D: a memfd mapped no-access and read-write. */
 static int device_init(int d)
 {
@@ -278,8 +313,15 @@ static int device_init(int d)
 		err = -errno;
 		goto out_unmap;
 	}
-	if (fc.cfg.prefault)
+	if (fc.cfg.prefault == FC_PREFAULT_ARENA)
 		arena_prefault(dv);
+	if (fc.cfg.prefault == FC_PREFAULT_ALLOC &&
+	    !(dv->resident = calloc(dv->cap / FC_RESIDENT_CHUNK + 1, 1))) {
+		err = -ENOMEM;
+		munmap(dv->rw_base, dv->cap);
+		dv->rw_base = NULL;
+		goto out_unmap;
+	}
 	dv->ctx.dev = d;
 	dv->pool.dev = d;
 	dv->pool.reuse[0] = dv->pool.reuse[1] = dv->pool.reuse[2] = 1;
@@ -440,6 +482,8 @@ out_unlock:
 	pthread_mutex_unlock(&fc.lock);
 	if (err == -ENOMEM && internal != FC_BLOCK_VAR)
 		atomic_fetch_add(&fc_cnt.oom_errors, 1);
+	if (!err && dv->resident)
+		arena_populate(dv, start, need);
 	return err;
 }
 

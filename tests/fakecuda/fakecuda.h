@@ -143,6 +143,7 @@ struct fc_device {
 	unsigned peers;  /* bit p: peer access to device p enabled */
 	size_t limits[FC_NLIMITS]; /* cudaDeviceSetLimit values; 0 = default */
 	struct CUmemPoolHandle_st pool;
+	unsigned char *resident; /* FC_PREFAULT_ALLOC: a flag per FC_RESIDENT_CHUNK made resident */
 };
 
 /* A host range known to the emulation (pinned or managed). */
@@ -163,6 +164,15 @@ enum fc_kernel_mode {
 	FC_KERNEL_NONE,    /* cuModuleLoadData: CUDA_ERROR_NO_BINARY_FOR_GPU */
 };
 
+/* FAKECUDA_PREFAULT: when the arena's pages become resident. */
+enum fc_prefault {
+	FC_PREFAULT_NONE = 0,   /* unset: at the first touch of each page */
+	FC_PREFAULT_ARENA,      /* 1: the whole arena at the device's first use */
+	FC_PREFAULT_ALLOC,      /* alloc: an allocation's pages when it is made */
+};
+
+#define FC_RESIDENT_CHUNK (2u << 20)    /* FC_PREFAULT_ALLOC makes the arena resident in these */
+
 struct fc_config {
 	size_t mem;
 	int devices;
@@ -171,7 +181,7 @@ struct fc_config {
 	unsigned call_us;
 	enum fc_kernel_mode kernel;
 	int rt_via_driver;       /* FAKECUDA_RT_VIA_DRIVER=1 */
-	int prefault;            /* FAKECUDA_PREFAULT=1: the arena is resident from the start */
+	int prefault;            /* FAKECUDA_PREFAULT: FC_PREFAULT_* */
 };
 
 /*

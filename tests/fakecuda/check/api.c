@@ -996,29 +996,43 @@ static unsigned long long rss_shmem_kb(void)
 }
 
 /*
- * FAKECUDA_PREFAULT=1 (set by the caller, with a 64 MiB device): the
- * whole arena is resident after the first call, before anything touched
- * it; without it, an allocation is not.
+ * FAKECUDA_PREFAULT (set by the caller, with a 64 MiB device): 1 makes the
+ * whole arena resident after the first call, before anything touched it;
+ * alloc makes an allocation's memory resident when it is made (whole
+ * 2 MiB chunks, so 8 MiB asked is 8 to 10 MiB) and no more, its contents
+ * intact; unset, an allocation is not resident.
  */
 static void child_prefault(void)
 {
-	int prefault = getenv("FAKECUDA_PREFAULT") != NULL;
-	void *d;
+	const char *mode = getenv("FAKECUDA_PREFAULT");
+	unsigned char *d, *e, back[4096], want[4096];
 
-	CHK(cudaMalloc(&d, 1 << 20) == cudaSuccess);
-	if (prefault)
+	CHK(cudaMalloc((void **)&d, 8 << 20) == cudaSuccess);
+	if (!mode)
+		CHK(rss_shmem_kb() < 4 * 1024);
+	else if (strcmp(mode, "1") == 0)
 		CHK(rss_shmem_kb() >= 64 * 1024);
 	else
-		CHK(rss_shmem_kb() < 16 * 1024);
-	CHK(cudaMemset(d, 1, 1 << 20) == cudaSuccess && cudaFree(d) == cudaSuccess);
+		CHK(rss_shmem_kb() >= 8 * 1024 && rss_shmem_kb() < 16 * 1024);
+	/* bytes written stay when memory next to them is allocated and made resident */
+	memset(want, 0x5a, sizeof(want));
+	CHK(cudaMemcpy(d + (8 << 20) - sizeof(want), want, sizeof(want), cudaMemcpyHostToDevice) == cudaSuccess);
+	CHK(cudaMalloc((void **)&e, 4 << 20) == cudaSuccess);
+	CHK(cudaMemcpy(back, d + (8 << 20) - sizeof(back), sizeof(back), cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHK(memcmp(back, want, sizeof(want)) == 0);
+	if (mode && strcmp(mode, "alloc") == 0)
+		CHK(rss_shmem_kb() >= 12 * 1024 && rss_shmem_kb() < 20 * 1024);
+	CHK(cudaFree(e) == cudaSuccess && cudaFree(d) == cudaSuccess);
 }
 
 static void test_prefault(void)
 {
-	static const char *const on[] = { "FAKECUDA_MEM", "64M", "FAKECUDA_PREFAULT", "1", NULL };
+	static const char *const arena[] = { "FAKECUDA_MEM", "64M", "FAKECUDA_PREFAULT", "1", NULL };
+	static const char *const alloc[] = { "FAKECUDA_MEM", "64M", "FAKECUDA_PREFAULT", "alloc", NULL };
 	static const char *const off[] = { "FAKECUDA_MEM", "64M", NULL };
 
-	CU_ASSERT(child_ok(in_child(child_prefault, on)));
+	CU_ASSERT(child_ok(in_child(child_prefault, arena)));
+	CU_ASSERT(child_ok(in_child(child_prefault, alloc)));
 	CU_ASSERT(child_ok(in_child(child_prefault, off)));
 }
 
@@ -1046,7 +1060,7 @@ static const CU_TestInfo tests[] = {
 	  test_contexts },
 	{ "the clients' reach: UUIDs, compute capability, attach/detach; each linked stub refuses, is named once, is not found",
 	  test_clients_reach },
-	{ "FAKECUDA_PREFAULT=1 makes the whole arena resident at the first call; without it memory is touched lazily",
+	{ "FAKECUDA_PREFAULT=1 makes the arena resident at the first call, alloc each allocation when made; unset, memory is touched lazily",
 	  test_prefault },
 	CU_TEST_INFO_NULL,
 };
