@@ -61,6 +61,33 @@ void ledger_stamp_cpu(struct ledger_stamp *s)
 	s->has_cpu = 1;
 }
 
+/* Per thread: hashed copies seen, and the CPU share of the shim's wall time (< 0: none read). */
+static __thread uint64_t ledger_cpu_copies;
+static __thread double ledger_cpu_frac = -1;
+
+int ledger_cpu_due(int sync)
+{
+	uint64_t n = ledger_cpu_copies++;
+
+	return sync || ledger_fake_cpu || ledger_cpu_frac < 0 || n < LEDGER_CPU_FIRST ||
+	       n % LEDGER_CPU_EVERY == 0;
+}
+
+uint64_t ledger_cpu_share(int timed, uint64_t wall_ns, uint64_t cpu_ns)
+{
+	double f;
+
+	if (!timed)
+		return ledger_cpu_frac < 0 ? wall_ns : (uint64_t)((double)wall_ns * ledger_cpu_frac);
+	if (wall_ns > 0) {
+		f = (double)cpu_ns / (double)wall_ns;
+		if (f > 1)
+			f = 1;
+		ledger_cpu_frac = ledger_cpu_frac < 0 ? f : 0.75 * ledger_cpu_frac + 0.25 * f;
+	}
+	return cpu_ns;
+}
+
 void ledger_elapsed(const struct ledger_stamp *s, uint64_t *wall_ns, uint64_t *cpu_ns)
 {
 	uint64_t wall = ledger_fake_wall ? ledger_fake_wall() : pace_clock_ns(), cpu;   /* issue 19 */

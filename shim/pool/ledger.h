@@ -16,7 +16,11 @@
  * model of issue 16). Its wall time is kept beside it, not judged: on a
  * busy machine it counts the waits for a core, which are the scheduler's
  * (on the emulated device, largely its own stream workers'), not the
- * shim's.
+ * shim's. The CPU clock is a system call, read around the copy and each
+ * of the program's sends in it: a thread reads it on its first hashed
+ * copies and one in LEDGER_CPU_EVERY after, and gives the others its wall
+ * time times the CPU share those readings measured (ledger_cpu_due,
+ * ledger_cpu_share).
  *
  * The cost of a row is the shim's host time per row seen. What a row can
  * save is the link's time for its bytes, if it is a hit: while the pool
@@ -99,6 +103,8 @@
 #define LEDGER_RESUME_ROWS 64           /* and sampled rows, with a full pool */
 #define LEDGER_RESUME_MARGIN 1.25       /* the saving must beat the cost by this */
 #define LEDGER_FLIPS_MAX 6              /* the evidence doubles at most this many times */
+#define LEDGER_CPU_FIRST 16             /* a thread's hashed copies that all read the CPU clock, */
+#define LEDGER_CPU_EVERY 4              /* then one in this many */
 
 enum ledger_state { LEDGER_POOLING, LEDGER_ASIDE };
 
@@ -228,6 +234,26 @@ void ledger_stamp(struct ledger_stamp *s);
 
 /* Adds the calling thread's CPU clock to s. */
 void ledger_stamp_cpu(struct ledger_stamp *s);
+
+/*
+ * Whether the calling thread's next hashed copy reads the CPU clock (a
+ * system call, about 0.5-1 us here: two to six a copy, a few ns a row of
+ * small rows): the thread's first LEDGER_CPU_FIRST copies, then one in
+ * LEDGER_CPU_EVERY, every synchronous one (its wait may spin), and all of
+ * them under a fake clock. The others take their CPU time from their wall
+ * time (ledger_cpu_share).
+ */
+int ledger_cpu_due(int sync);
+
+/*
+ * The shim's CPU time of a hashed copy whose wall time (the program's
+ * sends left out) is wall_ns: a copy that read the clock (timed) gives
+ * cpu_ns, which the calling thread's CPU share of its wall time learns
+ * (the mean of its last few such copies, at most 1); one that did not is
+ * given wall_ns times that share. What a busy machine's waits for a core
+ * add to wall time is so left out of both.
+ */
+uint64_t ledger_cpu_share(int timed, uint64_t wall_ns, uint64_t cpu_ns);
 
 /*
  * Nanoseconds since s (never negative): wall time, and CPU time when s has

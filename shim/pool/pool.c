@@ -395,7 +395,7 @@ int pool_copy(struct pool *p, const struct pool_request *r)
 	struct ledger_stamp t0;
 	enum pool_route route;
 	struct backoff *b;
-	int err, fed = 0, slot = ledger_slot(r->spec);
+	int err, fed = 0, slot = ledger_slot(r->spec), hashed;
 	uint32_t srows, shits, sreps;
 	enum backoff_verdict verdict;
 
@@ -412,8 +412,9 @@ int pool_copy(struct pool *p, const struct pool_request *r)
 		pool_probe(p);
 	route = pool_route(p, r, slot, &b, &x.measure);
 	pthread_mutex_unlock(&p->mu);
-	/* The CPU clock is a system call: read only where the shim hashes rows. */
-	if (route == POOL_ROUTE_FULL || route == POOL_ROUTE_OBSERVE) {
+	/* The CPU clock is a system call: read only where the shim hashes rows, and there sampled. */
+	hashed = route == POOL_ROUTE_FULL || route == POOL_ROUTE_OBSERVE;
+	if (hashed && ledger_cpu_due(r->sync)) {
 		ledger_stamp_cpu(&t0);
 		x.timed_cpu = rc.cpu = 1;
 	}
@@ -503,6 +504,8 @@ out:
 	ledger_elapsed(&t0, &wall_ns, &cpu_ns);
 	wall_ns = pool_sub(wall_ns, x.h2d_ns);
 	cpu_ns = pool_sub(cpu_ns, rc.cpu ? rc.send_cpu_ns + x.batch_cpu_ns : x.h2d_ns);
+	if (hashed && !x.wait_ns)
+		cpu_ns = ledger_cpu_share(x.timed_cpu, wall_ns, cpu_ns);
 	stats_add(ST_TIME_SHIM_NS, wall_ns);
 	stats_add(ST_TIME_SHIM_CPU_NS, cpu_ns);
 	/* The ledger weighs host time: a synchronous copy's wait for its stream is the device's. */

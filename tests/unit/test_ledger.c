@@ -6,6 +6,8 @@
  * a flip, the force mode, the board and the reason in numbers. Pure: no
  * device.
  */
+#include <pthread.h>
+
 #include <CUnit/Basic.h>
 #include <string.h>
 
@@ -512,6 +514,49 @@ static void test_fake_clock(void)
 	CU_ASSERT(wall < 1000000000ULL);
 }
 
+/*
+ * The sampled CPU clock, on a thread of its own (the state is per thread):
+ * the first LEDGER_CPU_FIRST hashed copies read it, then one in
+ * LEDGER_CPU_EVERY, a synchronous copy always; a copy that did not read
+ * it is given its wall time times the share those that did measured.
+ */
+static void *t_cpu_thread(void *arg)
+{
+	unsigned due = 0, n = 4 * LEDGER_CPU_EVERY;
+
+	(void)arg;
+	CU_ASSERT_EQUAL(ledger_cpu_share(0, 1000, 1000), 1000);  /* nothing read yet: the wall time */
+	for (unsigned i = 0; i < LEDGER_CPU_FIRST; i++)
+		CU_ASSERT(ledger_cpu_due(0));
+	CU_ASSERT_EQUAL(ledger_cpu_share(1, 1000, 400), 400);
+	for (unsigned i = 0; i < n; i++)
+		due += (unsigned)ledger_cpu_due(0);
+	CU_ASSERT_EQUAL(due, n / LEDGER_CPU_EVERY);
+	for (unsigned i = 0; i < n; i++)
+		CU_ASSERT(ledger_cpu_due(1));
+	CU_ASSERT_EQUAL(ledger_cpu_share(0, 2000, 2000), 800);    /* a share of 0.4 */
+	/* the share follows later readings, never above 1 */
+	for (unsigned i = 0; i < 64; i++)
+		(void)ledger_cpu_share(1, 1000, 3000);
+	CU_ASSERT(ledger_cpu_share(0, 1000, 1000) <= 1000);
+	CU_ASSERT(ledger_cpu_share(0, 1000, 1000) >= 990);
+	return NULL;
+}
+
+static void test_cpu_clock_sampled(void)
+{
+	pthread_t t;
+
+	ledger_set_clock(NULL, NULL);
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, t_cpu_thread, NULL) == 0);
+	pthread_join(t, NULL);
+	/* under a fake clock every copy reads it */
+	ledger_set_clock(t_fake_wall, t_fake_cpu);
+	for (unsigned i = 0; i < 4 * LEDGER_CPU_FIRST; i++)
+		CU_ASSERT(ledger_cpu_due(0));
+	ledger_set_clock(NULL, NULL);
+}
+
 static int t_clean(void)
 {
 	ledger_set_clock(NULL, NULL);
@@ -546,6 +591,8 @@ static const CU_TestInfo tests[] = {
 	{ "the calls layer lets one copy in LEDGER_SAMPLE_EVERY of a spec standing aside through",
 	  test_board_skip },
 	{ "the clock reads wall and CPU time, fake or real", test_fake_clock },
+	{ "a thread reads its CPU clock on its first copies and one in LEDGER_CPU_EVERY after, and scales the others",
+	  test_cpu_clock_sampled },
 	CU_TEST_INFO_NULL,
 };
 
