@@ -217,12 +217,11 @@ static int whatif_rehash(uint64_t cap)
  */
 static uint64_t whatif_halve_range(uint64_t from, uint64_t to, uint64_t lim)
 {
-	struct whatif_entry *slots = whatif.slots;
-	uint64_t *occ = whatif.occ;
+	const struct whatif_entry *slots = whatif.slots;
 	uint64_t mask = whatif.cap - 1, dropped = 0;
 
 	for (uint64_t w = from >> 6; w << 6 < to; w++) {
-		uint64_t bits = occ[w];
+		uint64_t bits = whatif.occ[w];
 
 		if (w == from >> 6)
 			bits &= ~0ULL << (from & 63);
@@ -234,8 +233,7 @@ static uint64_t whatif_halve_range(uint64_t from, uint64_t to, uint64_t lim)
 
 			bits &= bits - 1;
 			if (e.key > lim) {
-				slots[i].key = 0;
-				occ[w] &= ~(1ULL << (i & 63));
+				whatif_clear(i);
 				dropped++;
 			} else if ((e.key & mask) != i) {
 				whatif_clear(i);

@@ -188,8 +188,32 @@ static void parse_fail(const char *spec)
 	}
 }
 
+/*
+ * The index in names (NULL-terminated, in the order of the setting's enum)
+ * of the value of the environment variable var; 0 when it is unset or
+ * empty, and, with a one-line warning, when it is none of them.
+ */
+static int env_choice(const char *var, const char *const *names)
+{
+	const char *v = getenv(var);
+	int i;
+
+	if (!v || !*v)
+		return 0;
+	for (i = 0; names[i]; i++)
+		if (strcmp(v, names[i]) == 0)
+			return i;
+	fprintf(stderr, "fakecuda: %s=%s is not one of", var, v);
+	for (i = 0; names[i]; i++)
+		fprintf(stderr, " %s", names[i]);
+	fprintf(stderr, "; using %s\n", names[0]);
+	return 0;
+}
+
 static void read_config(void)
 {
+	static const char *const prefaults[] = { "0", "1", "alloc", NULL };     /* enum fc_prefault */
+	static const char *const kernels[] = { "ok", "broken", "none", NULL };   /* enum fc_kernel_mode */
 	const char *v;
 
 	fc.cfg.mem = 2ULL << 30;
@@ -217,23 +241,8 @@ static void read_config(void)
 		parse_fail(v);
 	if ((v = getenv("FAKECUDA_RT_VIA_DRIVER")))
 		fc.cfg.rt_via_driver = strcmp(v, "1") == 0;
-	if ((v = getenv("FAKECUDA_PREFAULT")) && *v) {
-		if (strcmp(v, "1") == 0)
-			fc.cfg.prefault = FC_PREFAULT_ARENA;
-		else if (strcmp(v, "alloc") == 0)
-			fc.cfg.prefault = FC_PREFAULT_ALLOC;
-		else if (strcmp(v, "0") != 0)
-			fprintf(stderr, "fakecuda: FAKECUDA_PREFAULT=%s is not 1, alloc or 0; using 0\n", v);
-	}
-	fc.cfg.kernel = FC_KERNEL_OK;
-	if ((v = getenv("FAKECUDA_KERNEL")) && *v) {
-		if (strcmp(v, "broken") == 0)
-			fc.cfg.kernel = FC_KERNEL_BROKEN;
-		else if (strcmp(v, "none") == 0)
-			fc.cfg.kernel = FC_KERNEL_NONE;
-		else if (strcmp(v, "ok") != 0)
-			fprintf(stderr, "fakecuda: FAKECUDA_KERNEL=%s is not ok, broken or none; using ok\n", v);
-	}
+	fc.cfg.prefault = env_choice("FAKECUDA_PREFAULT", prefaults);
+	fc.cfg.kernel = env_choice("FAKECUDA_KERNEL", kernels);
 }
 
 #ifndef MADV_POPULATE_WRITE
