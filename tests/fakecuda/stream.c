@@ -180,6 +180,22 @@ static void event_done_locked(struct CUstream_st *s, struct fc_op *op)
 	}
 }
 
+/* Wakes the worker of s if it sleeps (lock held). */
+static void wake_locked(struct CUstream_st *s)
+{
+	if (s->sleeping)
+		pthread_cond_signal(&s->wake);
+}
+
+/* Wakes the sleeping workers whose next operation waits for another stream
+ * (lock held): a completion on s may be what it waits for. */
+static void wake_waiters_locked(const struct CUstream_st *s)
+{
+	for (struct CUstream_st *t = fc.streams; t; t = t->all_next)
+		if (t != s && t->sleeping && t->head && t->head->ndeps)
+			pthread_cond_signal(&t->wake);
+}
+
 static void *stream_worker(void *arg)
 {
 	struct CUstream_st *s = arg;
@@ -192,7 +208,9 @@ static void *stream_worker(void *arg)
 		if (!op && s->destroyed)
 			break;
 		if (!op || s->held || !deps_done_locked(op)) {
-			pthread_cond_wait(&fc.cond, &fc.lock);
+			s->sleeping = 1;
+			pthread_cond_wait(&s->wake, &fc.lock);
+			s->sleeping = 0;
 			continue;
 		}
 		s->running = 1;
@@ -210,6 +228,7 @@ static void *stream_worker(void *arg)
 			s->tail = NULL;
 		s->completed = op->seq;
 		pthread_cond_broadcast(&fc.cond);
+		wake_waiters_locked(s);
 		fc_op_free(op);
 	}
 	pthread_mutex_unlock(&fc.lock);
@@ -251,7 +270,7 @@ uint64_t fc_submit_locked(struct CUstream_st *s, struct fc_op *op)
 	else
 		s->head = op;
 	s->tail = op;
-	pthread_cond_broadcast(&fc.cond);
+	wake_locked(s);
 	return op->seq;
 }
 
@@ -280,6 +299,7 @@ static int stream_new_locked(int dev, unsigned flags, int prio, int legacy,
 	s->legacy = legacy;
 	s->seed = (unsigned)(uintptr_t)s ^ (unsigned)time(NULL);
 	s->id = ++stream_ids;
+	pthread_cond_init(&s->wake, NULL);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -381,7 +401,7 @@ int fc_stream_destroy(struct CUstream_st *s)
 {
 	pthread_mutex_lock(&fc.lock);
 	s->destroyed = 1;
-	pthread_cond_broadcast(&fc.cond);
+	wake_locked(s);
 	pthread_mutex_unlock(&fc.lock);
 	return 0;
 }
@@ -652,7 +672,8 @@ FC_API int fakecuda_stream_hold(void *stream, int on)
 		return err;
 	pthread_mutex_lock(&fc.lock);
 	s->held = on != 0;
-	pthread_cond_broadcast(&fc.cond);
+	wake_locked(s);
+	pthread_cond_broadcast(&fc.cond);     /* fakecuda_stream_settle */
 	pthread_mutex_unlock(&fc.lock);
 	return 0;
 }

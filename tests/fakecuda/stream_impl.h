@@ -102,6 +102,10 @@ struct CUstream_st {
 	/* Test hooks (fakecuda_stream_hold, fakecuda_stream_settle in stream.c). */
 	int held;                /* the worker starts no operation while set */
 	int running;             /* the worker is running its head operation */
+	/* The worker's own wake-up: it sleeps on wake (sleeping set) while it
+	 * can start nothing, and is signalled only by what can change that. */
+	pthread_cond_t wake;
+	int sleeping;
 };
 
 #define GRAPH_MAGIC 0x47524150u
