@@ -261,7 +261,7 @@ struct fc_gather {
 
 struct fc_state {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;     /* host waiters': broadcast on every completion (workers sleep on their stream's) */
+	pthread_cond_t cond;     /* host waiters': broadcast when a completion reaches one (workers sleep on their stream's) */
 	int inited;
 	int is_child;            /* this process is a fork() child */
 	atomic_int used;         /* the API was called in this process; set by any thread */

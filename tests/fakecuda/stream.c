@@ -35,6 +35,7 @@ struct CUevent_st {
 };
 
 static struct CUevent_st *ev_buckets[EV_BUCKETS];
+static unsigned settlers;       /* threads in fakecuda_stream_settle: every completion wakes them */
 static unsigned long long stream_ids;
 static pthread_key_t pts_key;
 static pthread_once_t pts_once = PTHREAD_ONCE_INIT;
@@ -47,6 +48,7 @@ static unsigned ev_hash(const void *p)
 void fc_stream_forget(void)
 {
 	memset(ev_buckets, 0, sizeof(ev_buckets));
+	settlers = 0;
 	stream_ids = 0;
 }
 
@@ -227,7 +229,10 @@ static void *stream_worker(void *arg)
 		if (!s->head)
 			s->tail = NULL;
 		s->completed = op->seq;
-		pthread_cond_broadcast(&fc.cond);
+		if ((s->want && s->completed >= s->want) || settlers) {
+			s->want = 0;    /* the waiters still short of theirs set it again */
+			pthread_cond_broadcast(&fc.cond);
+		}
 		wake_waiters_locked(s);
 		fc_op_free(op);
 	}
@@ -276,8 +281,11 @@ uint64_t fc_submit_locked(struct CUstream_st *s, struct fc_op *op)
 
 void fc_wait_seq_locked(struct CUstream_st *s, uint64_t seq)
 {
-	while (s->completed < seq)
+	while (s->completed < seq) {
+		if (!s->want || seq < s->want)
+			s->want = seq;
 		pthread_cond_wait(&fc.cond, &fc.lock);
+	}
 }
 
 /* ---- streams ---- */
@@ -694,8 +702,10 @@ FC_API long long fakecuda_stream_settle(void *stream)
 	if (err)
 		return err;
 	pthread_mutex_lock(&fc.lock);
+	settlers++;
 	while (s->head && (s->running || (!s->held && deps_done_locked(s->head))))
 		pthread_cond_wait(&fc.cond, &fc.lock);
+	settlers--;
 	pending = (long long)(s->submitted - s->completed);
 	pthread_mutex_unlock(&fc.lock);
 	return pending;

@@ -106,6 +106,10 @@ struct CUstream_st {
 	 * can start nothing, and is signalled only by what can change that. */
 	pthread_cond_t wake;
 	int sleeping;
+	/* The least sequence number a host thread waits for on this stream
+	 * (fc_wait_seq_locked; 0: none): its worker wakes the host waiters
+	 * (fc.cond) when its completions reach it, not at each one. */
+	uint64_t want;
 };
 
 #define GRAPH_MAGIC 0x47524150u
