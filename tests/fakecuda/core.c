@@ -250,49 +250,55 @@ static void read_config(void)
 #endif
 
 /*
- * FAKECUDA_PREFAULT: makes the whole arena resident now, as a GPU's memory
- * is when allocated, so that no copy pays the first touch of its pages
- * later (a page fault per 4 KiB of the memfd, about 1 GB/s here). One
- * call where the kernel has it, else a write to each page.
+ * Makes the n bytes of the arena's read-write mapping at p resident: one
+ * call where the kernel has MADV_POPULATE_WRITE, else a touch of each page,
+ * a write where nothing can be in the pages yet (write), else a read (its
+ * first write then only maps the page writable).
  */
-static void arena_prefault(struct fc_device *dv)
+static void pages_populate(char *p, size_t n, int write)
 {
 	long page = sysconf(_SC_PAGESIZE);
 
-	if (madvise(dv->rw_base, dv->cap, MADV_POPULATE_WRITE) == 0)
+	if (madvise(p, n, MADV_POPULATE_WRITE) == 0)
 		return;
 	if (page <= 0)
 		page = 4096;
-	for (size_t off = 0; off < dv->cap; off += (size_t)page)
-		((volatile char *)dv->rw_base)[off] = 0;
+	for (size_t off = 0; off < n; off += (size_t)page) {
+		if (write)
+			((volatile char *)p)[off] = 0;
+		else
+			(void)((volatile char *)p)[off];
+	}
+}
+
+/*
+ * FAKECUDA_PREFAULT=1: makes the whole arena resident now, as a GPU's
+ * memory is when allocated, so that no copy pays the first touch of its
+ * pages later (a page fault per 4 KiB of the memfd, about 1 GB/s here).
+ */
+static void arena_prefault(struct fc_device *dv)
+{
+	pages_populate(dv->rw_base, dv->cap, 1);
 }
 
 /*
  * FAKECUDA_PREFAULT=alloc: makes the pages of [off, off + size) of the
  * arena resident, as cudaMalloc's memory is when it returns, in whole
  * FC_RESIDENT_CHUNKs, each once (memory freed and allocated again is
- * resident already). Without MADV_POPULATE_WRITE a read of each page
- * makes it resident (a write could race with the workers' copies into a
- * neighbouring block of the chunk); its first write then only maps it
- * writable. Contents are left as they are. Called without fc.lock: a
- * chunk another thread is making resident is skipped, and a page of it
- * not resident yet is faulted in as it would be without this.
+ * resident already). Without MADV_POPULATE_WRITE each page is read, not
+ * written: a write could race with the workers' copies into a
+ * neighbouring block of the chunk. Contents are left as they are. Called
+ * without fc.lock: a chunk another thread is making resident is skipped,
+ * and a page of it not resident yet is faulted in as it would be without
+ * this.
  */
 static void arena_populate(struct fc_device *dv, size_t off, size_t size)
 {
-	long page = sysconf(_SC_PAGESIZE);
-
-	if (page <= 0)
-		page = 4096;
 	for (size_t c = off / FC_RESIDENT_CHUNK; c * FC_RESIDENT_CHUNK < off + size; c++) {
 		size_t b = c * FC_RESIDENT_CHUNK, n = dv->cap - b < FC_RESIDENT_CHUNK ? dv->cap - b : FC_RESIDENT_CHUNK;
 
-		if (__atomic_exchange_n(&dv->resident[c], 1, __ATOMIC_RELAXED))
-			continue;
-		if (madvise(dv->rw_base + b, n, MADV_POPULATE_WRITE) == 0)
-			continue;
-		for (size_t o = 0; o < n; o += (size_t)page)
-			(void)((volatile char *)dv->rw_base)[b + o];
+		if (!__atomic_exchange_n(&dv->resident[c], 1, __ATOMIC_RELAXED))
+			pages_populate(dv->rw_base + b, n, 0);
 	}
 }
 

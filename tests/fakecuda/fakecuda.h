@@ -181,7 +181,7 @@ struct fc_config {
 	unsigned call_us;
 	enum fc_kernel_mode kernel;
 	int rt_via_driver;       /* FAKECUDA_RT_VIA_DRIVER=1 */
-	int prefault;            /* FAKECUDA_PREFAULT: FC_PREFAULT_* */
+	enum fc_prefault prefault;
 };
 
 /*
