@@ -35,14 +35,10 @@
  * below the slot it was compacted to. Shrinking in place is the forward
  * pass alone (new homes are no higher than the old ones).
  *
- * Load and memory bound. The table grows by 1.5x when one more entry would
- * pass 7/8 of the home slots; right after a growth the load is just over
- * 7/12, so host memory per entry is about 24 / (7/12) * (1 + 1/64) = 41.8
- * bytes (small tables round their capacity, but stay within 48). Inside a
- * reservation it doubles instead, as moves in place cost two passes (about
- * 56 bytes per entry right after a growth).
- * index_remove_if shrinks the table to a load of 3/4 when its load falls
- * under 1/2.
+ * Load and memory bound. The table grows by 1.45x (reserved too) past a
+ * load of 3/4: after a growth 24 / 0.517 * (1 + 1/64) = 47.1 bytes an entry
+ * (within 48). At 3/4 a probe reads 2.5 slots (4.5 at 7/8): a hit is mostly
+ * in the two lines prefetched. index_remove_if shrinks to 3/5 under 1/2.
  *
  * Memory. The slot arrays, the reservation and the pages given back are
  * index_room.c's (index_room.h).
@@ -56,6 +52,10 @@
 #include "pool/index_room.h"
 
 #define IX_MIN_CAP 2
+#define IX_LOAD_NUM 3                   /* the load bound: entries <= 3/4 of the home slots */
+#define IX_LOAD_DEN 4
+#define IX_GROW_NUM 9                   /* a growth adds 9/20 of the home slots (1.45x) */
+#define IX_GROW_DEN 20
 #define IX_LOOKAHEAD 16                 /* keys prefetched ahead in index_lookup_many */
 
 static const struct fp ix_zero_key;     /* the key kept outside the table (ix->zero_val) */
@@ -111,16 +111,16 @@ static size_t ix_table_count(const struct index *ix)
 	return ix->count - (ix->has_zero ? 1 : 0);
 }
 
-/* Whether n table entries fit cap home slots under the 7/8 load bound. */
+/* Whether n table entries fit cap home slots under the load bound. */
 static int ix_fits(size_t n, size_t cap)
 {
-	return n <= cap / 8 * 7 + cap % 8 * 7 / 8;
+	return n <= cap / IX_LOAD_DEN * IX_LOAD_NUM + cap % IX_LOAD_DEN * IX_LOAD_NUM / IX_LOAD_DEN;
 }
 
 /* The smallest capacity that holds n entries under the load bound. */
 static size_t ix_cap_min(size_t n)
 {
-	size_t cap = n + n / 7 + 1;
+	size_t cap = n + n / IX_LOAD_NUM + 1;
 
 	while (cap > IX_MIN_CAP && ix_fits(n, cap - 1))
 		cap--;
@@ -470,7 +470,7 @@ int index_insert(struct index *ix, const struct fp *key, uint64_t val)
 		return 0;
 	}
 	if (ix->cap == 0 || !ix_fits(ix_table_count(ix) + 1, ix->cap)) {
-		size_t grown = ix->reserved ? 2 * ix->cap : ix->cap + ix->cap / 2;
+		size_t grown = ix->cap + ix->cap / IX_GROW_DEN * IX_GROW_NUM;
 		size_t need = ix_cap_min(ix_table_count(ix) + 1);
 
 		if (ix_find(ix, key) != SIZE_MAX)
@@ -567,7 +567,7 @@ size_t index_remove_if(struct index *ix, int (*pred)(const struct fp *key, uint6
 		ix->cap = ix->len = ix->room = ix->bytes = ix->alloc = 0;
 		ix->mapped = 0;
 	} else if (n * 2 < ix->cap) {
-		size_t want = n + n / 3 + 1;
+		size_t want = n + n / 3 * 2 + 1;       /* a load of 3/5 */
 
 		ix_resize(ix, want < ix->cap ? want : ix->cap, 0);
 	}

@@ -8,9 +8,8 @@
  * occupied slots is sorted by key, so a probe stops at the first larger key
  * or empty slot. Probes never wrap around: a run may pass the last home
  * slot into a tail of cap / 64 slots, lengthened when a run reaches its
- * end. The table grows by 1.5x (2x inside a reservation, where growing
- * costs two passes over the table) when one more entry would pass a load of
- * 7/8; index_remove_if shrinks it to a load of 3/4 when its load falls
+ * end. The table grows by 1.45x when one more entry would pass a load of
+ * 3/4; index_remove_if shrinks it to a load of 3/5 when its load falls
  * under 1/2. Values are the caller's 64-bit handles (the pool packs slab
  * and offset). Not thread-safe: the pool serialises.
  *
@@ -23,7 +22,7 @@
  * place inside the reservation: no allocation, no copy into new memory and
  * no fresh memory faulted but the slots the larger table adds; the entries
  * move within the array in two sequential passes (sorted order makes that
- * possible), about six slot moves per entry over all growths. Host memory
+ * possible), about 6.4 slot moves per entry over all growths. Host memory
  * in use (what index_bytes reports, and at most what is resident) follows
  * the entries, never the reservation.
  *
@@ -42,10 +41,10 @@
  * reserves nothing and the table grows by moving into a new allocation.
  *
  * Memory bound: at most 48 bytes per entry at every count of an index
- * grown from empty (about 42 once past a few thousand entries), and again
- * after index_remove_if; an index_init hint or index_reserve may hold more
- * on purpose (a reserved table right after doubling: 24 / (7/16) * (1 +
- * 1/64), about 56 bytes per entry, and the first IX_PRESIZE_ENTRIES). Tables of 2 MiB or more are 2 MiB-aligned mappings with
+ * grown from empty, reserved or not (about 47 right after a growth, 32.5
+ * just before the next), and again after index_remove_if; an index_init
+ * hint or index_reserve may hold more on purpose (the first
+ * IX_PRESIZE_ENTRIES). Tables of 2 MiB or more are 2 MiB-aligned mappings with
  * transparent huge pages requested (MADV_HUGEPAGE); smaller ones come from
  * calloc.
  */
