@@ -470,7 +470,7 @@ int index_insert(struct index *ix, const struct fp *key, uint64_t val)
 		return 0;
 	}
 	if (ix->cap == 0 || !ix_fits(ix_table_count(ix) + 1, ix->cap)) {
-		size_t grown = ix->cap + ix->cap / IX_GROW_DEN * IX_GROW_NUM;
+		size_t grown = ix->cap + ix->cap * IX_GROW_NUM / IX_GROW_DEN;
 		size_t need = ix_cap_min(ix_table_count(ix) + 1);
 
 		if (ix_find(ix, key) != SIZE_MAX)
@@ -567,7 +567,7 @@ size_t index_remove_if(struct index *ix, int (*pred)(const struct fp *key, uint6
 		ix->cap = ix->len = ix->room = ix->bytes = ix->alloc = 0;
 		ix->mapped = 0;
 	} else if (n * 2 < ix->cap) {
-		size_t want = n + n / 3 * 2 + 1;       /* a load of 3/5 */
+		size_t want = n + n * 2 / 3 + 1;       /* a load of 3/5 */
 
 		ix_resize(ix, want < ix->cap ? want : ix->cap, 0);
 	}

@@ -44,9 +44,9 @@
  * grown from empty, reserved or not (about 47 right after a growth, 32.5
  * just before the next), and again after index_remove_if; an index_init
  * hint or index_reserve may hold more on purpose (the first
- * IX_PRESIZE_ENTRIES). Tables of 2 MiB or more are 2 MiB-aligned mappings with
- * transparent huge pages requested (MADV_HUGEPAGE); smaller ones come from
- * calloc.
+ * IX_PRESIZE_ENTRIES). Tables of 2 MiB or more are 2 MiB-aligned mappings
+ * with transparent huge pages requested (MADV_HUGEPAGE); smaller ones come
+ * from calloc.
  */
 #ifndef VRAMPOOL_INDEX_H
 #define VRAMPOOL_INDEX_H
