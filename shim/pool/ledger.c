@@ -293,6 +293,27 @@ enum ledger_event ledger_pooled(struct ledger *l, struct ledger_tally *t, const 
 	return LEDGER_EV_NONE;
 }
 
+int ledger_pays_clearly(const struct ledger *l, const struct ledger_link *link)
+{
+	double cost, share, saving;
+
+	if (l->state != LEDGER_POOLING || link->source != LEDGER_LINK_MEASURED || link->gbps <= 0 || l->row == 0)
+		return 0;
+	if (l->win_copies >= LEDGER_FAST_COPIES && l->win_rows) {
+		cost = (double)l->win_host_ns / (double)l->win_rows;
+		share = l->win_full ? (double)l->win_hit_rows / (double)l->win_rows : 1.0;
+	} else if (l->last.basis == LEDGER_BASIS_WINDOW && !l->last.aside) {
+		cost = l->last.host_ns;
+		share = l->last.hit_share;
+	} else {
+		return 0;
+	}
+	saving = ledger_row_ns(l->row, link) / LEDGER_CLEAR;
+	if (link->serve_gbps > 0)
+		saving -= (double)l->row / link->serve_gbps;
+	return saving * share > cost;
+}
+
 void ledger_count_aside(struct ledger_tally *t, uint64_t n, uint64_t row)
 {
 	atomic_store_explicit(&t->row, row, memory_order_relaxed);

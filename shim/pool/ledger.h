@@ -304,6 +304,20 @@ struct ledger_sample {
 enum ledger_event ledger_aside(struct ledger *l, struct ledger_tally *t, const struct ledger_sample *s,
 			       const struct ledger_link *link);
 
+/*
+ * Whether the spec pools so clearly on the link measured so far that more
+ * measurements of it could not change the verdict: the open window (at
+ * least LEDGER_FAST_COPIES copies), or else the last window's verdict,
+ * saves more than its whole host time costs even on a link LEDGER_CLEAR
+ * times faster than measured (a measurement is never faster than the link,
+ * link.h, and the first ones are the slowest), serving counted where it
+ * was measured. A stated or unmeasured link, a spec standing aside or a
+ * verdict of the first copies alone is never clear. The pool then does
+ * not send a copy of hits plain only to measure the link while it has
+ * fewer than a full set of measurements (link_pool_due).
+ */
+int ledger_pays_clearly(const struct ledger *l, const struct ledger_link *link);
+
 /* Counts in t a copy of n bytes of rows of row bytes passed straight through (ledger_aside, the calls layer). */
 void ledger_count_aside(struct ledger_tally *t, uint64_t n, uint64_t row);
 

@@ -44,12 +44,12 @@ int link_plain_due(struct link_meter *m, double stated_gbps, uint64_t bytes)
 	return m->n < LINK_FIRST || m->plain >= LINK_REFRESH;
 }
 
-int link_pool_due(struct link_meter *m, double stated_gbps, uint64_t bytes)
+int link_pool_due(struct link_meter *m, double stated_gbps, uint64_t bytes, int clear)
 {
 	m->pooled++;
 	if (!link_can(m, stated_gbps, bytes))
 		return 0;
-	return m->pooled >= (m->n < LINK_FIRST ? LINK_GAP : LINK_POOL_REFRESH);
+	return m->pooled >= (m->n < LINK_FIRST && !clear ? LINK_GAP : LINK_POOL_REFRESH);
 }
 
 int link_serve_due(struct link_meter *m, double stated_gbps, uint64_t bytes)

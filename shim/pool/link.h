@@ -40,9 +40,12 @@
  * copy in LINK_REFRESH (link_plain_due); a spec whose copies are all
  * served sends one plain for measuring (link_pool_due) when LINK_GAP
  * copies went by without a measurement while fewer than LINK_FIRST are
- * in, then one in LINK_POOL_REFRESH. With VRAMPOOL_LINK_GBPS stated nothing is
- * measured. After LINK_FAIL_MAX failed measurements (no timed events, a
- * failed record) it stops measuring, and the link is unknown.
+ * in, then one in LINK_POOL_REFRESH; one in LINK_POOL_REFRESH from the
+ * start where the spec pools clearly (ledger_pays_clearly: more
+ * measurements could not change its verdict, so none is worth a hit).
+ * With VRAMPOOL_LINK_GBPS stated nothing is measured. After LINK_FAIL_MAX
+ * failed measurements (no timed events, a failed record) it stops
+ * measuring, and the link is unknown.
  *
  * One meter per pool, under the pool's lock; its events are made on first
  * use in the pool's context and freed by link_release. A measurement is
@@ -116,9 +119,11 @@ int link_plain_due(struct link_meter *m, double stated_gbps, uint64_t bytes);
 
 /*
  * Whether a pooling spec's copy of bytes bytes should be sent plain to
- * measure the link (counts one copy).
+ * measure the link (counts one copy). clear: the spec pools clearly on the
+ * link measured so far (ledger_pays_clearly), so the first full set is not
+ * hurried: one copy in LINK_POOL_REFRESH, as after it.
  */
-int link_pool_due(struct link_meter *m, double stated_gbps, uint64_t bytes);
+int link_pool_due(struct link_meter *m, double stated_gbps, uint64_t bytes, int clear);
 
 /*
  * Begins a measurement: records the first event on stream s. Returns 0,

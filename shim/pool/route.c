@@ -250,10 +250,14 @@ enum pool_route pool_route(struct pool *p, const struct pool_request *r, int slo
 	 * the link as well as a plain one; one that has not for a while is
 	 * sent plain to measure it (link.h).
 	 */
-	if (route == POOL_ROUTE_FULL && pool_cfg->ledger == LEDGER_ON &&
-	    link_pool_due(&p->link, pool_cfg->link_gbps, r->n)) {
-		*measure = 1;
-		return POOL_ROUTE_PLAIN;
+	if (route == POOL_ROUTE_FULL && pool_cfg->ledger == LEDGER_ON) {
+		struct ledger_link link;
+
+		link_get(&p->link, &p->serve, pool_cfg->link_gbps, &link);
+		if (link_pool_due(&p->link, pool_cfg->link_gbps, r->n, ledger_pays_clearly(&p->ledgers[slot], &link))) {
+			*measure = 1;
+			return POOL_ROUTE_PLAIN;
+		}
 	}
 	*measure = link_plain_due(&p->link, pool_cfg->link_gbps, r->n);
 	return route;

@@ -7,7 +7,8 @@
 # (VRAMPOOL_LINK_GBPS) is used and named; VRAMPOOL_LEDGER=off and force
 # pool it anyway; 147 KiB rows at 4 GB/s keep pooling on a link the meter
 # measures, and stand aside where the device serves a hit no faster than
-# the link; copies that alternate data and labels, whose data rows repeat,
+# the link; a spec that pools clearly sends no copy of hits plain to
+# measure the link; copies that alternate data and labels, whose data rows repeat,
 # resume pooling after the back-off stood down; malformed values are one
 # line each. Every run verifies every byte (the trainer reads each one
 # back) and agrees with the device's own counters.
@@ -150,6 +151,26 @@ assert l['serve_gbps'] is None or l['serve_gbps'] > l['link_gbps'], l
 "
 }
 
+# A short run that pools clearly (147 KiB rows, 4 copies an epoch, over a
+# 1 GB/s link that the meter measures: a row's link time is some 150 us,
+# its hash and look-up some 10-20 us) has fewer than a full set of link
+# measurements after epoch 1. The meter used to send one copy of hits plain
+# after LINK_GAP copies to measure it (epoch 3 here); a spec that pays even
+# on a link twice as fast as measured is not hurried (ledger_pays_clearly):
+# epochs 3 and 4 send only the labels.
+clear_spares_hits() {
+	led_run clear FAKECUDA_H2D_GBPS=1 VRAMPOOL_LAYOUT=u8:3x224x224 -- \
+		--row 150528 --samples 256 --batch 64 --epochs 4 --stream nonblocking || return 1
+	invariants clear --expect pool.stand_asides=0 --min rows.hits=512 || return 1
+	spec clear "
+assert l['decision'] == 'pooling' and l['stand_asides'] == 0, l
+"
+	for e in 3 4; do
+		[ "$(sed -n "s/^epoch $e .* device_h2d \([0-9]*\).*/\1/p" "$TMP/clear.out")" = $((256 * 8)) ] ||
+			{ grep '^epoch' "$TMP/clear.out"; return 1; }
+	done
+}
+
 # Data and label copies alternate: rows of 3004 B (spec 0) and the batch's
 # 512 B of labels (spec 1, one row a copy). The pool fills with epoch 1's
 # augmented rows, which never come back: both kinds stand down. The data
@@ -184,6 +205,8 @@ check "VRAMPOOL_LEDGER=off leaves the ledger out: 64 B rows pool" small_off
 check "VRAMPOOL_LEDGER=force pools 64 B rows and says the ledger would stand aside" small_force
 check "147 KiB rows at 4 GB/s keep pooling, on a link measured from the program's copies" large_pools
 check "a device that serves hits slower than the link saves nothing: the spec stands aside and says why" slow_serving
+check "a spec that pools clearly sends no copy of hits plain to measure the link before it has a full set" \
+	clear_spares_hits
 check "alternating data and label copies are each sampled: the data rows resume pooling" alternating_resume
 # The dump's specs[].index is where the spec stands in the layout as
 # written (the man page), not its place in the matching order (largest

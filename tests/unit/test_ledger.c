@@ -151,6 +151,53 @@ static void test_clear_fast_close_window(void)
 }
 
 /*
+ * Whether the link meter may spare a copy of hits (link_pool_due): only
+ * when pooling pays even on a link twice as fast as measured, on the open
+ * window's whole host time (at least LEDGER_FAST_COPIES copies) or on the
+ * last window's verdict. 147 KiB rows at a measured 4 GB/s: 37.6 us on the
+ * link, 18.8 us at twice the speed.
+ */
+static void test_pays_clearly(void)
+{
+	struct ledger_link link = t_link(4, LEDGER_LINK_MEASURED), stated = t_link(4, LEDGER_LINK_STATED);
+	struct ledger_link served = link, fast;
+	enum ledger_event ev;
+
+	/* 15 us of host time a row: clear, but only once the window has its fast copies */
+	t_fresh();
+	for (int i = 0; i < LEDGER_PRIOR_COPIES + LEDGER_FAST_COPIES - 1; i++) {
+		t_copy(64, 150528, 15000, 64, 1, &link, LEDGER_ON);
+		CU_ASSERT_FALSE(ledger_pays_clearly(&t_l, &link));
+	}
+	t_copy(64, 150528, 15000, 64, 1, &link, LEDGER_ON);
+	CU_ASSERT_TRUE(ledger_pays_clearly(&t_l, &link));
+	/* never on a stated link (nothing is measured) nor an unmeasured one */
+	CU_ASSERT_FALSE(ledger_pays_clearly(&t_l, &stated));
+	CU_ASSERT_FALSE(ledger_pays_clearly(&t_l, &t_none));
+	/* serving counted: at 8 GB/s a hit takes 18.8 us back, and nothing is clear */
+	served.serve_gbps = 8;
+	CU_ASSERT_FALSE(ledger_pays_clearly(&t_l, &served));
+	/* a window judged pooling stays clear after it closes, until the next has its fast copies */
+	CU_ASSERT_EQUAL(t_until(LEDGER_WINDOW, 64, 150528, 15000, 64, 1, &link, &ev), LEDGER_WINDOW + 1);
+	CU_ASSERT_EQUAL(t_l.last.basis, LEDGER_BASIS_WINDOW);
+	while (t_l.win_copies != 0)
+		t_copy(64, 150528, 15000, 64, 1, &link, LEDGER_ON);
+	CU_ASSERT_TRUE(ledger_pays_clearly(&t_l, &link));
+	/* 25 us a row pays on the measured link (37.6 us) but not on one twice as fast: close */
+	t_fresh();
+	CU_ASSERT_EQUAL(t_until(3 * LEDGER_WINDOW, 64, 150528, 25000, 64, 1, &link, &ev), 3 * LEDGER_WINDOW + 1);
+	CU_ASSERT_EQUAL(t_l.state, LEDGER_POOLING);
+	CU_ASSERT_FALSE(ledger_pays_clearly(&t_l, &link));
+	/* a spec standing aside is never clear, even on a link its rows would pay on */
+	fast = t_link(16, LEDGER_LINK_MEASURED);
+	t_fresh();
+	CU_ASSERT_EQUAL(t_until(200, 256, 3072, 500, 0, 1, &fast, &ev), LEDGER_PRIOR_COPIES + LEDGER_FAST_COPIES);
+	CU_ASSERT_EQUAL(t_l.state, LEDGER_ASIDE);
+	CU_ASSERT_FALSE(ledger_pays_clearly(&t_l, &fast));
+	CU_ASSERT_FALSE(ledger_pays_clearly(&t_l, &link));
+}
+
+/*
  * A hit is served from the slabs, which takes the device's time too: a
  * row saves its link time less that (issue 16). 3 KiB rows at 4 GB/s
  * spend 768 ns on the link; served at 4.8 GB/s they take 640 ns back, and
@@ -571,6 +618,7 @@ static const CU_TestInfo tests[] = {
 	{ "147 KiB rows at 4 GB/s keep pooling, window after window", test_paying_rows_keep_pooling },
 	{ "a clear case stands aside after a few copies, a close one after a whole window",
 	  test_clear_fast_close_window },
+	{ "pooling is clear when it pays even on a link twice as fast as measured", test_pays_clearly },
 	{ "a hit saves its link time less its serving from the slabs, never less than nothing",
 	  test_serving_takes_back },
 	{ "big rows that come few are judged by bytes or by time", test_big_rows_judged_by_time },

@@ -36,7 +36,7 @@ static void test_due_rules(void)
 	CU_ASSERT_TRUE(link_plain_due(&m, 0, LINK_MIN_BYTES));
 	/* a stated link: nothing is measured, and it is the link */
 	CU_ASSERT_FALSE(link_plain_due(&m, 16, 1 << 30));
-	CU_ASSERT_FALSE(link_pool_due(&m, 16, 1 << 30));
+	CU_ASSERT_FALSE(link_pool_due(&m, 16, 1 << 30, 0));
 	link_get(&m, NULL, 16, &l);
 	CU_ASSERT_EQUAL(l.source, LEDGER_LINK_STATED);
 	CU_ASSERT_DOUBLE_EQUAL(l.gbps, 16, 1e-9);
@@ -45,9 +45,14 @@ static void test_due_rules(void)
 	/* a pooling spec sends one copy plain after LINK_GAP copies without a measurement */
 	memset(&m, 0, sizeof(m));
 	for (int i = 1; i <= LINK_GAP && !due; i++)
-		if ((due = link_pool_due(&m, 0, 1 << 20)))
+		if ((due = link_pool_due(&m, 0, 1 << 20, 0)))
 			CU_ASSERT_EQUAL(i, LINK_GAP);
 	CU_ASSERT_TRUE(due);
+	/* one that pools clearly on the link measured so far waits LINK_POOL_REFRESH copies, full set or not */
+	memset(&m, 0, sizeof(m));
+	for (int i = 1; i < LINK_POOL_REFRESH; i++)
+		CU_ASSERT_FALSE(link_pool_due(&m, 0, 1 << 20, 1));
+	CU_ASSERT_TRUE(link_pool_due(&m, 0, 1 << 20, 1));
 	/* once LINK_FIRST measurements are in: one plain copy in LINK_REFRESH */
 	m.n = LINK_FIRST;
 	m.plain = 0;
