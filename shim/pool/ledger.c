@@ -295,7 +295,8 @@ enum ledger_event ledger_pooled(struct ledger *l, struct ledger_tally *t, const 
 
 int ledger_pays_clearly(const struct ledger *l, const struct ledger_link *link)
 {
-	double cost, share, saving;
+	struct ledger_link doubt = *link;       /* the link LEDGER_CLEAR times faster */
+	double cost, share;
 
 	if (l->state != LEDGER_POOLING || link->source != LEDGER_LINK_MEASURED || link->gbps <= 0 || l->row == 0)
 		return 0;
@@ -308,10 +309,8 @@ int ledger_pays_clearly(const struct ledger *l, const struct ledger_link *link)
 	} else {
 		return 0;
 	}
-	saving = ledger_row_ns(l->row, link) / LEDGER_CLEAR;
-	if (link->serve_gbps > 0)
-		saving -= (double)l->row / link->serve_gbps;
-	return saving * share > cost;
+	doubt.gbps *= LEDGER_CLEAR;
+	return ledger_saved_row_ns(l->row, &doubt) * share > cost;
 }
 
 void ledger_count_aside(struct ledger_tally *t, uint64_t n, uint64_t row)

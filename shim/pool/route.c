@@ -252,9 +252,14 @@ enum pool_route pool_route(struct pool *p, const struct pool_request *r, int slo
 	 */
 	if (route == POOL_ROUTE_FULL && pool_cfg->ledger == LEDGER_ON) {
 		struct ledger_link link;
+		int clear = 0;
 
-		link_get(&p->link, &p->serve, pool_cfg->link_gbps, &link);
-		if (link_pool_due(&p->link, pool_cfg->link_gbps, r->n, ledger_pays_clearly(&p->ledgers[slot], &link))) {
+		/* whether the spec pools clearly matters only before the meter's first full set */
+		if (p->link.n < LINK_FIRST) {
+			link_get(&p->link, &p->serve, pool_cfg->link_gbps, &link);
+			clear = ledger_pays_clearly(&p->ledgers[slot], &link);
+		}
+		if (link_pool_due(&p->link, pool_cfg->link_gbps, r->n, clear)) {
 			*measure = 1;
 			return POOL_ROUTE_PLAIN;
 		}

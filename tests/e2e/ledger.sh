@@ -8,9 +8,9 @@
 # pool it anyway; 147 KiB rows at 4 GB/s keep pooling on a link the meter
 # measures, and stand aside where the device serves a hit no faster than
 # the link; a spec that pools clearly sends no copy of hits plain to
-# measure the link; copies that alternate data and labels, whose data rows repeat,
-# resume pooling after the back-off stood down; malformed values are one
-# line each. Every run verifies every byte (the trainer reads each one
+# measure the link; copies that alternate data and labels, whose data rows
+# repeat, resume pooling after the back-off stood down; malformed values
+# are one line each. Every run verifies every byte (the trainer reads each one
 # back) and agrees with the device's own counters.
 source "$(dirname "$0")/lib.sh"
 
@@ -136,7 +136,7 @@ assert l['link_source'] == 'measured' and 0.5 < l['link_gbps'] <= 4.05, l
 assert l['basis'] == 'window' and l['hit_rows'] >= 2 * 768, l
 "
 	# epochs 3 and 4 send no data row across: only the labels (8 bytes a sample)
-	labels_only large 768 4
+	labels_only large 768 3 4
 }
 
 # The same rows and link, but the device serves a hit from its slabs at
